@@ -1,0 +1,129 @@
+"""Loading stacks.toml: the pinned stacks and GPU profiles, as frozen dataclasses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+from reprokit.errors import ConfigError, UsageError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def project_root() -> Path:
+    """The checkout that holds stacks.toml, kernels/ and Dockerfiles/.
+
+    REPROKIT_ROOT wins; else the checkout this package was imported from; else the current folder.
+    """
+    env = os.environ.get("REPROKIT_ROOT")
+    candidates = [Path(env)] if env else [PACKAGE_DIR.parent, Path.cwd()]
+    for c in candidates:
+        if (c / "stacks.toml").is_file():
+            return c.resolve()
+    raise UsageError("stacks.toml not found: run inside a reprokit checkout or set REPROKIT_ROOT")
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    key: str
+    name: str
+    capability: int
+    sm_count: int
+    smem_per_block: int
+    mem_bandwidth_gbs: float
+    fp16_tflops: float
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.capability}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "arch": self.arch}
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    triton: str
+    torch: str | None = None
+    torch_index: str | None = None
+    cuda: str | None = None
+    python: str | None = None
+    base_image: str | None = None
+    dockerfile: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def pins(self) -> dict:
+        d = asdict(self)
+        d.pop("extra")
+        d.update(self.extra)
+        return {k: v for k, v in d.items() if v is not None}
+
+    def spec_hash(self, *parts: str) -> str:
+        """Short hash of the pins (plus any extra text, such as a Dockerfile's bytes)."""
+        h = hashlib.sha256(json.dumps(self.pins(), sort_keys=True).encode())
+        for p in parts:
+            h.update(p.encode())
+        return h.hexdigest()[:12]
+
+
+_STACK_KEYS = {"triton", "torch", "torch_index", "cuda", "python", "base_image", "dockerfile"}
+_GPU_KEYS = {"name", "capability", "sm_count", "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops"}
+
+
+@dataclass(frozen=True)
+class Config:
+    stacks: dict[str, Stack]
+    gpus: dict[str, GpuProfile]
+    path: Path
+
+    def gpu(self, key: str) -> GpuProfile:
+        try:
+            return self.gpus[key]
+        except KeyError:
+            raise UsageError(f"unknown GPU profile {key!r}; known: {', '.join(sorted(self.gpus))}") from None
+
+    def stack(self, name: str) -> Stack:
+        try:
+            return self.stacks[name]
+        except KeyError:
+            raise UsageError(f"unknown stack {name!r}; known: {', '.join(sorted(self.stacks))}") from None
+
+    def select_stacks(self, names: str | None) -> list[Stack]:
+        """`None`/'' or 'all' -> every stack; else a comma-separated list."""
+        if not names or names == "all":
+            return list(self.stacks.values())
+        return [self.stack(n.strip()) for n in names.split(",") if n.strip()]
+
+
+def load_config(path: Path | None = None) -> Config:
+    path = path or project_root() / "stacks.toml"
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    stacks, gpus = {}, {}
+    for name, s in raw.get("stacks", {}).items():
+        if "triton" not in s:
+            raise ConfigError(f"{path}: stack {name!r} has no 'triton' pin")
+        known = {k: s[k] for k in s if k in _STACK_KEYS}
+        stacks[name] = Stack(name=name, **known, extra={k: s[k] for k in s if k not in _STACK_KEYS})
+    for key, g in raw.get("gpus", {}).items():
+        missing = _GPU_KEYS - set(g)
+        if missing:
+            raise ConfigError(f"{path}: GPU profile {key!r} lacks {', '.join(sorted(missing))}")
+        gpus[key] = GpuProfile(key=key, **{k: g[k] for k in _GPU_KEYS})
+    if not gpus:
+        raise ConfigError(f"{path}: no [gpus.*] profiles")
+    return Config(stacks=stacks, gpus=gpus, path=Path(path))

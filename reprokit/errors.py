@@ -1,0 +1,51 @@
+"""The one exception tree of the host CLI; each class carries the exit code `main()` uses."""
+
+from __future__ import annotations
+
+
+class ReprokitError(Exception):
+    """Base class: a failure the user can act on, printed as one line by `main()`."""
+
+    exit_code = 1
+
+
+class UsageError(ReprokitError):
+    """Bad arguments or configuration (unknown GPU profile, stack, missing file)."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """stacks.toml or the suite definition is malformed."""
+
+
+class ExecutorError(ReprokitError):
+    """A stack could not be prepared or run (venv build, engine down, image build failure)."""
+
+    exit_code = 3
+
+
+class HarnessError(ReprokitError):
+    """The in-stack harness failed as a whole (not one case: those become results)."""
+
+    exit_code = 4
+
+
+class GpuMismatchError(UsageError):
+    """The host has a GPU, but not the one the profile names."""
+
+
+class BundleInvalid(ReprokitError):
+    """A bundle failed verification; `problems` lists one line per problem."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [message])
+
+
+class BundleUnusable(ReprokitError):
+    """The input is not a bundle at all (missing, not gzip, not tar, refused before reading)."""
+
+    exit_code = 2
