@@ -1,0 +1,397 @@
+"""The docker executor: each stack is an image built from its Dockerfile; the harness runs in a throwaway container.
+
+Every docker-py call, and the conversion of docker-py's errors into ExecutorError, lives in this
+module. Images are tagged `reprokit/<stack>:<hash>` over the pins, the Dockerfile's bytes and the
+build args, so an image that exists is the image the pins ask for and is never rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import DeviceRequest, Mount
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from reprokit.config import PACKAGE_DIR, Stack, project_root
+from reprokit.errors import ExecutorError
+from reprokit.executors import Executor, RunResult, harness_argv
+from reprokit.executors.venv import cache_root
+from reprokit.proc import tail
+
+DEFAULT_DOCKERFILE = "Dockerfiles/stack.Dockerfile"
+# Where the host's reprokit package appears in the container (read-only); PYTHONPATH points here.
+PACKAGE_MOUNT = "/opt/reprokit"
+BUILD_TIMEOUT_S = 3600  # docker-py's socket timeout while a build streams: pip can be silent for minutes
+KILL_WAIT_S = 30
+_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+
+
+def _default_socket() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _short(exc: BaseException) -> str:
+    """docker-py wraps urllib3 wraps OSError: keep the innermost message on one line."""
+    text = str(exc).replace("\n", " ")
+    m = re.search(r"\((?:\w+Error|\w+Exception)\((?:\d+, )?'([^']+)'", text)
+    return m.group(1) if m else text[:300]
+
+
+@contextmanager
+def _engine_errors(action: str, socket: str) -> Iterator[None]:
+    """Turn docker-py and transport errors raised while doing `action` into one-line ExecutorErrors."""
+    try:
+        yield
+    except docker.errors.APIError as e:
+        explanation = e.explanation if isinstance(e.explanation, str) else str(e)
+        raise ExecutorError(f"docker: {action} failed: {explanation.strip()}") from e
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        raise ExecutorError(
+            f"docker: engine not reachable at {socket} ({_short(e)}) while trying to {action}; "
+            "start dockerd (check with `docker info`) or pick another executor") from e
+
+
+def docker_available(base_url: str | None = None, timeout_s: float = 3.0) -> bool:
+    """Whether a Docker engine answers (for `--executor auto`)."""
+    try:
+        client = docker.DockerClient(base_url=base_url or _default_socket(), timeout=timeout_s)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        return False
+
+
+class DockerExecutor(Executor):
+    """Build (once) and run pinned stack images.
+
+    base_image / with_torch override the stack's pins for offline builds (default from
+    REPROKIT_BASE_IMAGE / REPROKIT_WITH_TORCH, as `make BASE_IMAGE=... WITH_TORCH=0` sets them);
+    user is who the container runs as (default: this process's uid:gid, so the capture folder
+    stays the host user's); mem_limit caps the container's memory (docker syntax, e.g. "8g").
+    """
+
+    name = "docker"
+
+    def __init__(self, root: Path | None = None, *, base_image: str | None = None,
+                 with_torch: bool | None = None, base_url: str | None = None, user: str | None = None,
+                 mem_limit: str | None = None, console: Console | None = None):
+        self.root = Path(root) if root else project_root()
+        self.base_image = base_image or os.environ.get("REPROKIT_BASE_IMAGE") or None
+        if with_torch is None:
+            with_torch = os.environ.get("REPROKIT_WITH_TORCH", "1") != "0"
+        self.with_torch = with_torch
+        self.base_url = base_url
+        self.user = user or f"{os.getuid()}:{os.getgid()}"
+        self.mem_limit = mem_limit
+        self.console = console or Console(stderr=True)
+        self._client: docker.DockerClient | None = None
+        self._engine: dict | None = None
+        self._prepared: dict[str, dict] = {}
+        self.builds = 0  # images built by this executor (tests check reuse with it)
+
+    # -- engine ---------------------------------------------------------------------------------
+
+    @property
+    def socket(self) -> str:
+        return self.base_url or _default_socket()
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            with _engine_errors("connect", self.socket):
+                client = docker.DockerClient(base_url=self.socket)
+                client.ping()
+            self._client = client
+        return self._client
+
+    def engine_facts(self) -> dict:
+        """The engine's identity, asked once per executor."""
+        if self._engine is None:
+            with _engine_errors("read engine info", self.socket):
+                version = self.client.version()
+                info = self.client.info()
+            self._engine = {
+                "version": version.get("Version"),
+                "api_version": version.get("ApiVersion"),
+                "os": version.get("Os"),
+                "arch": version.get("Arch"),
+                "kernel": version.get("KernelVersion"),
+                "default_runtime": info.get("DefaultRuntime"),
+                "runtimes": sorted(info.get("Runtimes") or {}),
+                "storage_driver": info.get("Driver"),
+                "cgroup_version": info.get("CgroupVersion"),
+            }
+        return self._engine
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- images ---------------------------------------------------------------------------------
+
+    def dockerfile(self, stack: Stack) -> Path:
+        return self.root / (stack.dockerfile or DEFAULT_DOCKERFILE)
+
+    def build_args(self, stack: Stack) -> dict[str, str]:
+        base = self.base_image or stack.base_image
+        if not base:
+            raise ExecutorError(f"{stack.name}: no base_image in stacks.toml and no BASE_IMAGE override")
+        with_torch = self.with_torch and bool(stack.torch)
+        if with_torch and not stack.torch_index:
+            raise ExecutorError(f"{stack.name}: torch {stack.torch} is pinned without a torch_index")
+        return {
+            "BASE_IMAGE": base,
+            "TRITON_VERSION": stack.triton,
+            "TORCH_VERSION": stack.torch or "",
+            "TORCH_INDEX": stack.torch_index or "",
+            "WITH_TORCH": "1" if with_torch else "0",
+        }
+
+    def image_tag(self, stack: Stack) -> str:
+        path = self.dockerfile(stack)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise ExecutorError(f"{stack.name}: cannot read Dockerfile {path}: {e.strerror}") from e
+        spec = stack.spec_hash(text, json.dumps(self.build_args(stack), sort_keys=True))
+        return f"reprokit/{stack.name}:{spec}"
+
+    def prepare(self, stack: Stack) -> dict:
+        """Build the stack's image unless an image with its tag exists; return facts for the manifest."""
+        tag = self.image_tag(stack)
+        args = self.build_args(stack)
+        started = time.monotonic()
+        image = self._image_or_none(tag)
+        built = image is None
+        if image is None:
+            image = self._build(stack, tag, args)
+        base = self._image_or_none(args["BASE_IMAGE"])
+        pinned = args["BASE_IMAGE"].partition("@")[2] or None
+        base_digests = list(base.attrs.get("RepoDigests") or []) if base is not None else []
+        facts = {
+            "executor": self.name,
+            "image": tag,
+            "image_id": image.id,
+            "image_repo_digests": list(image.attrs.get("RepoDigests") or []),
+            "image_created": image.attrs.get("Created"),
+            "built": built,
+            "build_s": round(time.monotonic() - started, 3) if built else 0.0,
+            "dockerfile": stack.dockerfile or DEFAULT_DOCKERFILE,
+            "dockerfile_sha256": hashlib.sha256(self.dockerfile(stack).read_bytes()).hexdigest(),
+            "build_args": args,
+            "base_image": args["BASE_IMAGE"],
+            "base_image_overridden": self.base_image is not None,
+            "base_image_id": base.id if base is not None else None,
+            "base_image_repo_digests": base_digests,
+            # The digest in stacks.toml, checked against what the engine reports for the base.
+            "base_image_digest_verified": (any(d.endswith("@" + pinned) for d in base_digests)
+                                           if pinned else None),
+            "engine": self.engine_facts(),
+        }
+        self._prepared[stack.name] = facts
+        return facts
+
+    def _image_or_none(self, ref: str):
+        with _engine_errors(f"inspect image {ref}", self.socket):
+            try:
+                return self.client.images.get(ref)
+            except docker.errors.ImageNotFound:
+                return None
+
+    def build_log_path(self, tag: str) -> Path:
+        return cache_root() / "build-logs" / (tag.replace("/", "_").replace(":", "-") + ".log")
+
+    def _build(self, stack: Stack, tag: str, args: dict[str, str]):
+        """Build from a context holding only the Dockerfile (the image installs pins, copies nothing)."""
+        context = io.BytesIO()
+        data = self.dockerfile(stack).read_bytes()
+        with tarfile.open(fileobj=context, mode="w") as tar:
+            info = tarfile.TarInfo("Dockerfile")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        context.seek(0)
+        log_path = self.build_log_path(tag)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.console.print(f"[bold]building[/] {tag} from {self.dockerfile(stack).name} "
+                           f"(base {args['BASE_IMAGE']}, WITH_TORCH={args['WITH_TORCH']})")
+        step, error, image_id = "", None, None
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("[dim]{task.fields[last]}"))
+        with log_path.open("w") as log, \
+                Progress(*columns, console=self.console, transient=True) as progress, \
+                _engine_errors(f"build {tag}", self.socket):
+            task = progress.add_task(stack.name, total=None, last="")
+            stream = self.client.api.build(
+                fileobj=context, custom_context=True, dockerfile="Dockerfile", tag=tag,
+                buildargs=args, network_mode="host", rm=True, forcerm=True, pull=False,
+                decode=True, timeout=BUILD_TIMEOUT_S,
+                labels={"org.reprokit.stack": stack.name, "org.reprokit.pins": json.dumps(stack.pins(), sort_keys=True)})
+            for chunk in stream:
+                if "error" in chunk:
+                    error = (chunk.get("errorDetail") or {}).get("message") or chunk["error"]
+                    log.write(error + "\n")
+                    continue
+                if "aux" in chunk and isinstance(chunk["aux"], dict):
+                    image_id = chunk["aux"].get("ID") or image_id
+                text = chunk.get("stream") or chunk.get("status") or ""
+                log.write(text)
+                for line in text.splitlines():
+                    m = _STEP.match(line.strip())
+                    if m:
+                        step = m.group(3)
+                        progress.update(task, total=int(m.group(2)), completed=int(m.group(1)) - 1,
+                                        description=f"{stack.name} step {m.group(1)}/{m.group(2)}")
+                        progress.console.print(f"[dim]{stack.name}[/] " + " ".join(line.split()), markup=True,
+                                               highlight=False, no_wrap=True, overflow="ellipsis")
+                    elif line.strip():
+                        progress.update(task, last=line.strip()[:60])
+        self.builds += 1
+        if error:
+            where = f" at `{step[:80]}`" if step else ""
+            last = error.strip().splitlines()[-1] if error.strip() else "unknown error"
+            raise ExecutorError(f"{stack.name}: image build failed{where}: {last[:300]} (log: {log_path})")
+        with _engine_errors(f"look up built image {tag}", self.socket):
+            image = self.client.images.get(image_id or tag)
+        self.console.print(f"[bold green]built[/] {tag} ({image.short_id})")
+        return image
+
+    def remove_image(self, stack: Stack) -> bool:
+        """Remove the stack's image (tests and `--rebuild`); False when there was none."""
+        tag = self.image_tag(stack)
+        with _engine_errors(f"remove image {tag}", self.socket):
+            try:
+                self.client.images.remove(tag, force=True)
+            except docker.errors.ImageNotFound:
+                return False
+        self._prepared.pop(stack.name, None)
+        return True
+
+    # -- containers -----------------------------------------------------------------------------
+
+    @contextmanager
+    def _container(self, **create_kwargs) -> Iterator[docker.models.containers.Container]:
+        """A created (not started) container, force-removed however the block ends."""
+        with _engine_errors("create container", self.socket):
+            container = self.client.containers.create(**create_kwargs)
+        try:
+            yield container
+        finally:
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass  # already gone (the engine removed it, or a concurrent cleanup did)
+            except (docker.errors.APIError, requests.exceptions.RequestException) as e:
+                self.console.print(f"[yellow]docker: could not remove container {container.short_id}: {_short(e)}")
+
+    def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
+                    gpu: bool) -> RunResult:
+        capture_dir = Path(capture_dir).resolve()
+        plan, kernels = capture_dir / "plan.json", capture_dir / "kernels"
+        for p in (plan, kernels):
+            if not p.exists():
+                raise ExecutorError(f"{stack.name}: {p} missing: the host writes plan.json and kernels/ first")
+        mounts = [
+            Mount("/in/plan.json", str(plan), type="bind", read_only=True),
+            Mount("/in/kernels", str(kernels), type="bind", read_only=True),
+            Mount("/out", str(capture_dir), type="bind", read_only=False),
+        ]
+        argv = harness_argv("python", "/in/plan.json", "/in/kernels", "/out", workers)
+        # Like the local executor: the run's whole output beside the harness's own log.
+        return self.run_command(stack, argv, mounts=mounts, timeout_s=timeout_s, gpu=gpu,
+                                log_path=capture_dir / "logs" / "executor.log")
+
+    def run_command(self, stack: Stack, argv: list[str], *, timeout_s: float, mounts: list | None = None,
+                    gpu: bool = False, env: dict[str, str] | None = None,
+                    log_path: Path | None = None) -> RunResult:
+        """Run argv in a fresh container of the stack's image: reprokit mounted read-only, no network.
+
+        Returns a RunResult (timed_out when it ran past timeout_s and was killed); raises
+        ExecutorError when the engine fails or the kernel killed the container for memory.
+        """
+        facts = self._prepared.get(stack.name) or self.prepare(stack)
+        mounts = [Mount(f"{PACKAGE_MOUNT}/reprokit", str(PACKAGE_DIR), type="bind", read_only=True),
+                  *(mounts or [])]
+        environment = {
+            "PYTHONPATH": PACKAGE_MOUNT,
+            "PYTHONDONTWRITEBYTECODE": "1",  # the package mount is read-only
+            "PYTHONUNBUFFERED": "1",
+            # The host uid has no passwd entry in the image; getpass.getuser() reads these first.
+            "USER": "reprokit",
+            "LOGNAME": "reprokit",
+            **(env or {}),
+        }
+        kwargs = dict(
+            image=facts["image_id"], command=list(argv), user=self.user, environment=environment,
+            mounts=mounts, network_mode="none", working_dir="/out" if any(m["Target"] == "/out" for m in mounts) else "/",
+            init=True, labels={"org.reprokit.stack": stack.name}, detach=True,
+        )
+        if gpu:
+            kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        if self.mem_limit:
+            kwargs["mem_limit"] = self.mem_limit
+        started = time.monotonic()
+        with self._container(**kwargs) as container:
+            with _engine_errors(f"start container for {stack.name}", self.socket):
+                container.start()
+            timed_out = False
+            try:
+                status = container.wait(timeout=timeout_s)
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
+                if isinstance(e, requests.exceptions.ConnectionError) and "timed out" not in str(e).lower():
+                    raise ExecutorError(f"docker: engine went away while {stack.name} ran ({_short(e)})") from e
+                timed_out = True
+                with _engine_errors(f"kill container for {stack.name}", self.socket):
+                    container.kill()
+                    status = container.wait(timeout=KILL_WAIT_S)
+            wall_s = time.monotonic() - started
+            with _engine_errors(f"collect logs of {stack.name}", self.socket):
+                container.reload()
+                logs = container.logs(stdout=True, stderr=True).decode("utf-8", errors="replace")
+            attrs = container.attrs
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path.write_text(logs)
+        state, host = attrs.get("State") or {}, attrs.get("HostConfig") or {}
+        code = int(status.get("StatusCode", state.get("ExitCode", -1)))
+        oom = bool(state.get("OOMKilled"))
+        runtime = {
+            **{k: facts[k] for k in ("image", "image_id", "image_repo_digests", "base_image",
+                                     "base_image_id", "base_image_repo_digests")},
+            "executor": self.name,
+            "engine": facts["engine"],
+            "container_id": attrs.get("Id"),
+            "runtime": host.get("Runtime"),
+            "network_mode": host.get("NetworkMode"),
+            "user": self.user,
+            "gpu_requested": gpu,
+            "mem_limit": self.mem_limit,
+            "mounts": [{"target": m["Target"], "read_only": bool(m.get("ReadOnly"))} for m in mounts],
+            "started_at": state.get("StartedAt"),
+            "finished_at": state.get("FinishedAt"),
+            "exit_code": code,
+            "oom_killed": oom,
+            "timed_out": timed_out,
+            "wall_s": round(wall_s, 3),
+        }
+        if oom and code != 0 and not timed_out:
+            limit = f" (limit {self.mem_limit})" if self.mem_limit else ""
+            raise ExecutorError(f"{stack.name}: container killed for memory{limit}, exit {code}; "
+                                f"last output: {tail(logs, 1)[:200]}")
+        return RunResult(executor=self.name, returncode=code, timed_out=timed_out, log_tail=tail(logs),
+                         runtime=runtime)
