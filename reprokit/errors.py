@@ -49,3 +49,22 @@ class BundleUnusable(ReprokitError):
     """The input is not a bundle at all (missing, not gzip, not tar, refused before reading)."""
 
     exit_code = 2
+
+
+class BundleRefused(BundleUnusable):
+    """The archive's structure is hostile or over the limits (traversal, links, devices, bombs):
+    refused before anything of it is trusted; `problems` lists one line per refused member."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [message])
+
+
+class CaptureInvalid(ReprokitError):
+    """A capture folder cannot be bundled: a JSON file breaks its schema, or a file is missing."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [message])

@@ -1,0 +1,90 @@
+"""What counts as a secret: variable names and values that must never leave the machine.
+
+Used inside the stack by the harness (env.json is redacted where it is taken) and again on the
+host by the bundle writer. Standard library only, Python >= 3.9, no imports from reprokit outside
+reprokit.harness, so that it runs beside any Triton under test.
+"""
+
+from __future__ import annotations
+
+import re
+
+MARKER = "<redacted>"
+
+# Words that make a variable name secret when they appear as a whole word (split on _ - . and
+# digits), or, for KEY/AUTH/PASS, as the end or start of a compound word (APIKEY, AUTHTOKEN).
+_SECRET_WORDS = frozenset(
+    {
+        "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS",
+        "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS", "COOKIE", "COOKIES", "KEY", "KEYS",
+        "AUTH", "AUTHORIZATION", "PRIVATE", "DSN", "SESSIONID",
+    }
+)
+_SECRET_SUBSTRINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE")
+_SECRET_SUFFIXES = ("KEY", "KEYS", "AUTH", "PASS")
+_SECRET_PREFIXES = ("AUTH",)
+# Names that contain a secret-looking word but hold nothing secret; PWD is the working folder.
+_NOT_SECRET = frozenset({"PWD", "OLDPWD", "KEYTIMEOUT", "AUTHOR", "AUTHORS", "TOKENIZERS"})
+
+# Each pattern matches the secret span itself, so that it can be cut out of a longer text.
+SECRET_VALUE_PATTERNS: tuple[str, ...] = (
+    # PEM private keys (RSA, EC, OPENSSH, PGP, ...), whole block, or up to the end of the
+    # base64 run when the END line is missing (a truncated log); `\\` keeps escaped newlines.
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+    r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|[A-Za-z0-9+/=\s\\]*)",
+    # user:password in a URL; the user and the host stay readable.
+    r"(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)",
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{30,}",
+    r"\bglpat-[A-Za-z0-9_-]{20,}",
+    r"\bxox[abeprs]-[A-Za-z0-9-]{10,}",
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"\bhf_[A-Za-z0-9]{30,}",
+    r"\bsk-[A-Za-z0-9_-]{20,}",
+    r"\bAIza[0-9A-Za-z_-]{35}",
+    r"\bnpm_[A-Za-z0-9]{36}",
+    r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
+    r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+    r"(?:(?<=[Aa]uthorization: )|(?<=AUTHORIZATION: ))\S+(?: \S+)?",
+    r"\bBearer [A-Za-z0-9._~+/-]{16,}=*",
+)
+_VALUE_RE = re.compile("|".join(f"(?:{p})" for p in SECRET_VALUE_PATTERNS), re.DOTALL)
+_WORD_SPLIT = re.compile(r"[^A-Z]+")
+
+
+def is_secret_name(name: str) -> bool:
+    """True for variable names such as HF_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASS, APIKEY."""
+    upper = name.upper()
+    if upper in _NOT_SECRET:
+        return False
+    for word in _WORD_SPLIT.split(upper):
+        if not word or word in _NOT_SECRET:
+            continue
+        if word in _SECRET_WORDS or any(s in word for s in _SECRET_SUBSTRINGS):
+            return True
+        if word.endswith(_SECRET_SUFFIXES) or word.startswith(_SECRET_PREFIXES):
+            return True
+    return False
+
+
+def looks_secret_value(value: str) -> bool:
+    """True when the value holds a private key, a URL with a password, or a known token shape."""
+    return bool(value) and _VALUE_RE.search(value) is not None
+
+
+def redact_env(env: dict) -> tuple[dict, list[str]]:
+    """A copy of `env` with secret values replaced by MARKER, and the sorted redacted names.
+
+    Idempotent: a value that already is MARKER counts as redacted, so the list stays complete
+    when the host applies this again to what the harness wrote.
+    """
+    out = {}
+    names = []
+    for name, value in env.items():
+        text = value if isinstance(value, str) else str(value)
+        if text == MARKER or is_secret_name(name) or looks_secret_value(text):
+            out[name] = MARKER
+            names.append(name)
+        else:
+            out[name] = value
+    return out, sorted(names)
