@@ -1,0 +1,80 @@
+"""`python -m reprokit.harness --plan P --kernels K --out O [--workers N]`: the in-stack entry point."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from reprokit.harness import FORMAT
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reprokit.harness", description=__doc__)
+    ap.add_argument("--plan", required=True, help="plan.json written by the host")
+    ap.add_argument("--kernels", required=True, help="folder holding the kernel sources the plan names")
+    ap.add_argument("--out", required=True, help="folder to write env.json, results.json, cases/ into")
+    ap.add_argument("--workers", type=int, default=1, help="cases compiled at once (default 1)")
+    args = ap.parse_args(argv)
+    with open(args.plan) as f:
+        plan = json.load(f)
+    if plan.get("format") != FORMAT:
+        print(f"harness: plan format {plan.get('format')!r} is not {FORMAT}", file=sys.stderr)
+        return 2
+    os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
+    log_file = open(os.path.join(args.out, "logs", "harness.log"), "a")
+
+    def log(msg: str) -> None:
+        line = f"{time.strftime('%H:%M:%S')} {msg}"
+        print(line, file=log_file, flush=True)
+        print(line, file=sys.stderr, flush=True)
+
+    from reprokit.harness import envsnap, runner
+
+    log(f"harness: {len(plan['cases'])} cases for {plan['profile']['key']} ({plan['profile']['arch']}), "
+        f"{args.workers} worker(s), mode {plan.get('mode', 'compile-only')}")
+    pid = _fork_snapshot(args.out, plan.get("mode") == "gpu")
+    results = runner.run_plan(plan, os.path.abspath(args.kernels), args.out, workers=args.workers, log=log)
+    _, status = os.waitpid(pid, 0)
+    if not os.path.exists(os.path.join(args.out, "env.json")):
+        log(f"harness: environment snapshot failed (status {status}); see logs/envsnap.log")
+        return 4
+    counts = {}
+    for c in results["cases"]:
+        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    log("harness: done in %.1f s: %s" % (results["wall_s"], ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))))
+    return 0
+
+
+def _fork_snapshot(out: str, gpu: bool) -> int:
+    """Take the environment snapshot in a child, beside the cases, so it costs no wall time."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            fd = os.open(os.path.join(out, "logs", "envsnap.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 2)
+            from reprokit.harness import envsnap
+
+            data = envsnap.snapshot(gpu=gpu)
+            tmp = os.path.join(out, "env.json.tmp")
+            with open(tmp, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.write("\n")
+            os.replace(tmp, os.path.join(out, "env.json"))
+            code = 0
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return pid
+
+
+if __name__ == "__main__":
+    sys.exit(main())

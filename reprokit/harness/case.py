@@ -1,0 +1,221 @@
+"""Compiling one case inside its own forked process: IR at every level, SASS, metadata, ptxas.
+
+Runs in the child that the runner forks per case. Everything it learns goes to
+`cases/<id>/metadata.json`; a crash or timeout leaves no metadata, and the runner then builds
+the record from the exit status and compile.log instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+import traceback
+
+from reprokit.harness import compat, oracle
+
+# Triton's asm keys, in pipeline order, and the file suffix each is written under.
+STAGES = (("ttir", "ttir"), ("ttgir", "ttgir"), ("llir", "llir"), ("ptx", "ptx"), ("cubin", "cubin"))
+
+_PTXAS_INFO = {
+    "registers": re.compile(r"Used (\d+) registers"),
+    "spill_stores": re.compile(r"(\d+) bytes spill stores"),
+    "spill_loads": re.compile(r"(\d+) bytes spill loads"),
+    "stack_frame": re.compile(r"(\d+) bytes stack frame"),
+}
+
+
+class PtxasRecorder:
+    """Wraps subprocess.run in this (forked) process to see which ptxas really ran, and how.
+
+    Triton builds the ptxas command itself and throws its `-v` log away; recording the call is
+    the only way to know the binary, the flags and the register/spill report for certain.
+    """
+
+    def __init__(self):
+        self.calls = []
+        self._orig = subprocess.run
+
+    def install(self):
+        subprocess.run = self._run
+
+    def _run(self, *args, **kwargs):
+        cmd = args[0] if args else kwargs.get("args")
+        argv = shlex.split(cmd) if isinstance(cmd, str) else [str(a) for a in (cmd or [])]
+        is_ptxas = bool(argv) and os.path.basename(argv[0]).startswith("ptxas") and "--version" not in argv
+        if not is_ptxas:
+            return self._orig(*args, **kwargs)
+        log_path = None
+        stderr = kwargs.get("stderr")
+        if hasattr(stderr, "name") and isinstance(stderr.name, str):
+            log_path = stderr.name
+        elif isinstance(cmd, str):
+            m = re.search(r"2>\s*(\S+)", cmd)
+            log_path = m.group(1) if m else None
+        start = time.perf_counter()
+        rc = None
+        try:
+            proc = self._orig(*args, **kwargs)
+            rc = proc.returncode
+            return proc
+        except subprocess.CalledProcessError as e:
+            rc = e.returncode
+            raise
+        finally:
+            log = ""
+            if log_path and os.path.exists(log_path):
+                with open(log_path, errors="replace") as f:
+                    log = f.read()
+            self.calls.append({"argv": [a for a in argv if not a.startswith("2>")], "returncode": rc,
+                               "seconds": round(time.perf_counter() - start, 4), "log": log})
+
+
+def load_kernel(kernels_dir: str, file: str, function: str):
+    path = os.path.join(kernels_dir, file)
+    name = "reprokit_kernels_" + re.sub(r"\W", "_", os.path.splitext(file)[0])
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    try:
+        return getattr(mod, function)
+    except AttributeError:
+        raise LookupError(f"{file} defines no kernel {function!r}") from None
+
+
+def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dict:
+    """Compile one case and write its artifacts; return the record for metadata.json."""
+    rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
+    reason = compat.missing_requirement(case.get("requires", []))
+    if reason:
+        rec.update(status="unsupported", error=reason)
+        return rec
+    import triton
+
+    fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
+    src = compat.make_source(fn, case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", []))
+    recorder = PtxasRecorder()
+    recorder.install()
+    target = compat.gpu_target(plan["profile"]["capability"])
+    t0 = time.perf_counter()
+    try:
+        compiled = triton.compile(src, target=target, options=compat.compile_options(case["num_warps"], case["num_stages"]))
+    except Exception as e:  # noqa: BLE001 - any compiler exception is this case's result, by design
+        rec["compile_s"] = round(time.perf_counter() - t0, 4)
+        rec.update(status="compile_error", error=_one_line(e), exception=type(e).__name__)
+        traceback.print_exc()
+        _record_ptxas(rec, recorder, case_dir)
+        return rec
+    rec["compile_s"] = round(time.perf_counter() - t0, 4)
+    texts = {}
+    for key, ext in STAGES:
+        data = compiled.asm.get(key)
+        if data is None:
+            continue
+        path = os.path.join(case_dir, "kernel." + ext)
+        if isinstance(data, bytes):
+            with open(path, "wb") as f:
+                f.write(data)
+        else:
+            with open(path, "w") as f:
+                f.write(data)
+            texts[key] = data
+        rec["artifacts"][key] = "kernel." + ext
+    if "cubin" in rec["artifacts"]:
+        sass, tool, note = disassemble(os.path.join(case_dir, "kernel.cubin"))
+        rec["sass_tool"] = tool
+        if sass is not None:
+            with open(os.path.join(case_dir, "kernel.sass"), "w") as f:
+                f.write(sass)
+            rec["artifacts"]["sass"] = "kernel.sass"
+            texts["sass"] = sass
+        else:
+            rec["sass_error"] = note
+    rec["tma"], rec["tma_ops"] = oracle.scan_all(texts)
+    md = compiled.metadata
+    shared = int(getattr(md, "shared", 0) or 0)
+    rec["metadata"] = {"shared_bytes": shared, "num_warps": getattr(md, "num_warps", case["num_warps"]),
+                       "num_stages": getattr(md, "num_stages", case["num_stages"]),
+                       "num_ctas": getattr(md, "num_ctas", 1), "target_arch": _arch(md)}
+    _record_ptxas(rec, recorder, case_dir)
+    limit = plan["profile"]["smem_per_block"]
+    rec["launch"] = {"fits": shared <= limit, "shared_bytes": shared, "limit": limit}
+    if shared > limit:
+        rec["launch"]["reason"] = (f"needs {shared} B of shared memory per block; "
+                                   f"{plan['profile']['key']} allows {limit}")
+    return rec
+
+
+def _arch(md):
+    target = getattr(md, "target", None)
+    return getattr(target, "arch", None) if target is not None else None
+
+
+def _record_ptxas(rec: dict, recorder: PtxasRecorder, case_dir: str) -> None:
+    if not recorder.calls:
+        return
+    call = recorder.calls[-1]
+    with open(os.path.join(case_dir, "ptxas.log"), "w") as f:
+        f.write(call["log"])
+    rec["artifacts"]["ptxas_log"] = "ptxas.log"
+    path = call["argv"][0]
+    rec["ptxas"] = {"path": path, "version": compat.tool_version(path), "argv": call["argv"],
+                    "returncode": call["returncode"], "seconds": call["seconds"]}
+    md = rec.setdefault("metadata", {})
+    for key, rx in _PTXAS_INFO.items():
+        found = [int(x) for x in rx.findall(call["log"])]
+        if found:
+            md[key] = max(found)
+
+
+def disassemble(cubin_path: str):
+    """SASS text from the wheel's cuobjdump, else nvdisasm; (text, tool, why-not)."""
+    notes = []
+    for tool, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
+        path = compat.tool_path(tool)
+        if not path:
+            notes.append(f"{tool} not found")
+            continue
+        p = subprocess.run([path, *args, cubin_path], capture_output=True, text=True, errors="replace")
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout, {"name": tool, "path": path}, None
+        notes.append(f"{tool} failed: {(p.stderr or p.stdout).strip().splitlines()[-1:] or ['no output']}")
+    return None, None, "; ".join(notes)
+
+
+def _one_line(e: BaseException) -> str:
+    """The most telling line of a compiler exception (MLIR diagnostics, ptxas fatals, Triton's message)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    fatal = next((ln for ln in lines if re.search(r"\bfatal\s*:", ln)), None)
+    if fatal and fatal != lines[0]:  # the tool's own complaint beats Triton's wrapper line
+        return f"{lines[0].rstrip(':')}: {fatal}"[:500]
+    for i, ln in enumerate(lines):
+        if re.search(r"\b(error|fatal)\s*:", ln):
+            if ln.endswith(":") and i + 1 < len(lines):  # "codegen error:" + the tool's own line
+                return f"{ln} {lines[i + 1]}"[:500]
+            return ln[:500]
+    return (lines[-1] if lines else type(e).__name__)[:500]
+
+
+def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> int:
+    """Body of the forked child; stdout/stderr already point at compile.log."""
+    try:
+        rec = compile_case(case, plan, kernels_dir, case_dir)
+    except Exception as e:  # noqa: BLE001 - a harness-side failure must still leave a record
+        traceback.print_exc()
+        rec = {"id": case["id"], "status": "harness_error", "error": f"{type(e).__name__}: {_one_line(e)}",
+               "artifacts": {}}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    tmp = os.path.join(case_dir, "metadata.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(rec, f, indent=1, sort_keys=True)
+    os.replace(tmp, os.path.join(case_dir, "metadata.json"))
+    return 0

@@ -1,0 +1,128 @@
+"""What differs between Triton releases, in one place: API probes, ASTSource, targets, tools.
+
+Every probe asks the installed Triton what it has (attributes, parameters) instead of
+comparing version numbers, so releases we have not seen keep working where their API does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+import subprocess
+
+import triton
+import triton.language as tl
+
+VERSION = triton.__version__
+
+
+def missing_requirement(requires: list) -> str | None:
+    """Return a one-line reason when an API the case needs is absent, else None.
+
+    Each entry is `tl.NAME`, `module:dotted.name`, or alternatives joined by `|`.
+    """
+    for req in requires or []:
+        if not any(_has(alt.strip()) for alt in req.split("|")):
+            return f"triton {VERSION} lacks {req.replace('|', ' and ')}"
+    return None
+
+
+def _has(req: str) -> bool:
+    if req.startswith("tl."):
+        return hasattr(tl, req[3:])
+    if req.startswith("module:"):
+        try:
+            importlib.import_module(req[7:])
+        except ImportError:
+            return False
+        return True
+    raise ValueError(f"unknown requirement form {req!r}")
+
+
+def gpu_target(capability: int, warp_size: int = 32):
+    try:
+        from triton.backends.compiler import GPUTarget
+    except ImportError:  # pragma: no cover - pre-3.0 layout
+        from triton.compiler.compiler import GPUTarget
+    return GPUTarget("cuda", capability, warp_size)
+
+
+def _astsource_takes_constexprs() -> bool:
+    from triton.compiler import ASTSource
+
+    return "constexprs" in inspect.signature(ASTSource.__init__).parameters
+
+
+def make_source(fn, signature: dict, constexprs: dict, divisible_by_16: list):
+    """ASTSource for `fn` from a name-keyed signature, in whichever form this release takes.
+
+    3.0-3.2 take index-keyed signatures, `constants=` and an AttrsDescriptor; 3.3+ take
+    name-keyed signatures with "constexpr" entries, `constexprs=` and attrs keyed by arg path.
+    """
+    from triton.compiler import ASTSource
+
+    names = list(fn.arg_names)
+    unknown = [a for a in list(signature) + list(constexprs) if a not in names]
+    if unknown:
+        raise ValueError(f"{fn.__name__} has no argument(s) {', '.join(unknown)}")
+    if _astsource_takes_constexprs():
+        sig = {a: ("constexpr" if a in constexprs else signature[a]) for a in names}
+        attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible_by_16}
+        return ASTSource(fn, sig, constexprs=dict(constexprs), attrs=attrs)
+    sig = {names.index(a): ("constexpr" if a in constexprs else signature[a]) for a in names}
+    consts = {names.index(a): v for a, v in constexprs.items()}
+    return ASTSource(fn, sig, constants=consts, attrs=_legacy_attrs([names.index(a) for a in divisible_by_16]))
+
+
+def _legacy_attrs(indices: list):
+    from triton.compiler import compiler as c
+
+    cls = getattr(c, "AttrsDescriptor", None)
+    if cls is None:
+        return None
+    try:
+        return cls(divisible_by_16=set(indices))
+    except TypeError:
+        # 3.1/3.2 build descriptors from hints; without them specialisation is simply off.
+        return None
+
+
+def compile_options(num_warps: int, num_stages: int) -> dict:
+    return {"num_warps": num_warps, "num_stages": num_stages}
+
+
+# --- the NVIDIA tools shipped in the wheel ----------------------------------------------
+
+def nvidia_bin_dir() -> str:
+    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+
+
+def tool_path(name: str) -> str | None:
+    """The tool this Triton would run: its env override, else the wheel's copy, else PATH."""
+    env = os.environ.get(f"TRITON_{name.upper().replace('-', '_')}_PATH")
+    if env and os.access(env, os.X_OK):
+        return env
+    p = os.path.join(nvidia_bin_dir(), name)
+    if os.access(p, os.X_OK):
+        return p
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        q = os.path.join(d, name)
+        if os.access(q, os.X_OK):
+            return q
+    return None
+
+
+_VERSION_RE = re.compile(r"(?:release \S+, )?V(\d+\.\d+\.\d+)")
+
+
+def tool_version(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = _VERSION_RE.search(out)
+    return m.group(1) if m else (out.strip().splitlines()[-1] if out.strip() else None)

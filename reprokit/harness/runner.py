@@ -1,0 +1,294 @@
+"""Running a plan: one forked process per case, N at a time, each with its own fresh cache,
+home and timeout; crashes and hangs become results and the run goes on.
+
+The runner imports Triton once and forks per case, so each case pays for its compile but not
+for the import. A child never touches CUDA before the fork, so forking is safe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+
+from reprokit.harness import FORMAT, case as case_mod, oracle
+
+_PASS_RES = (
+    re.compile(r"Pipeline failed while executing \[`(\w+)`"),
+    re.compile(r"Running pass '([^']+)'"),
+    re.compile(r"error: Failures have been detected while processing an MLIR pass pipeline.*?`(\w+Pass)`", re.S),
+)
+_CRASH_LINE = re.compile(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|.*\berror: .*|Segmentation fault.*)")
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Job:
+    def __init__(self, case: dict, case_dir: str, scratch: str, deadline_s: float):
+        self.case = case
+        self.case_dir = case_dir
+        self.scratch = scratch
+        self.timeout_s = deadline_s
+        self.pid = None
+        self.started = None
+
+
+def _child_env(scratch: str, case_dir: str) -> None:
+    home = os.path.join(scratch, "home")
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(os.path.join(scratch, "repro"), exist_ok=True)
+    os.environ.update({
+        "TRITON_CACHE_DIR": os.path.join(scratch, "cache"),
+        "TRITON_DUMP_DIR": os.path.join(scratch, "dump"),
+        "TRITON_ALWAYS_COMPILE": "1",
+        # 3.0 ignores TRITON_DUMP_DIR and writes under ~/.triton: an own HOME keeps cases apart.
+        "HOME": home,
+        "TRITON_HOME": home,
+        # Releases write one reproducer per stage (`<path>.make_ttgir.repro.mlir`) or one file at
+        # the path itself; they land in scratch and only a failing case keeps its last one.
+        "TRITON_REPRODUCER_PATH": os.path.join(scratch, "repro", "reproducer.mlir"),
+    })
+
+
+def _start(job: Job, plan: dict, kernels_dir: str) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 70
+        try:
+            os.setpgid(0, 0)
+            fd = os.open(os.path.join(job.case_dir, "compile.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.close(fd)
+            _child_env(job.scratch, job.case_dir)
+            code = case_mod.child_main(job.case, plan, kernels_dir, job.case_dir)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child got there first, or already exited
+    job.pid = pid
+    job.started = time.perf_counter()
+
+
+def _finish(job: Job, status: int | None, timed_out: bool) -> dict:
+    wall = round(time.perf_counter() - job.started, 4)
+    md_path = os.path.join(job.case_dir, "metadata.json")
+    log_path = os.path.join(job.case_dir, "compile.log")
+    log = ""
+    if os.path.exists(log_path):
+        with open(log_path, errors="replace") as f:
+            log = f.read()
+    rec = None
+    if not timed_out and os.path.exists(md_path):
+        with open(md_path) as f:
+            rec = json.load(f)
+    exit_code, sig = None, None
+    if status is not None:
+        if os.WIFSIGNALED(status):
+            sig = signal.Signals(os.WTERMSIG(status)).name
+        else:
+            exit_code = os.WEXITSTATUS(status)
+    if rec is None:
+        rec = {"id": job.case["id"], "artifacts": {}}
+        if timed_out:
+            rec.update(status="timeout", error=f"no result after {job.timeout_s:g} s: killed", signal="SIGKILL")
+        else:
+            m = _CRASH_LINE.search(log)
+            what = m.group(1).strip() if m else None
+            how = f"killed by {sig}" if sig else f"exited with code {exit_code}"
+            rec.update(status="crash", error=f"{what} ({how})" if what else f"compiler process {how}")
+    rec.setdefault("exit_code", exit_code)
+    rec.setdefault("signal", sig)
+    rec["wall_s"] = wall
+    rec["failing_pass"] = next((m.group(1) for rx in _PASS_RES for m in [rx.search(log)] if m), None)
+    rec["stderr_tail"] = "\n".join(log.rstrip().splitlines()[-40:])
+    if log:
+        rec["artifacts"]["compile_log"] = "compile.log"
+    if rec.get("status") in ("crash", "compile_error", "timeout"):
+        _keep_partial_ir(job, rec)
+        _keep_reproducer(job, rec, log)
+        if rec.get("error") in (None, "PassManager::run failed") or rec.get("status") == "crash":
+            diag = _first_diagnostic(log)
+            if diag and (rec.get("error") in (None, "PassManager::run failed") or diag not in rec["error"]):
+                rec["error"] = diag if rec.get("status") != "crash" else f"{diag} ({rec['error']})"
+    return rec
+
+
+def _first_diagnostic(log: str):
+    for line in log.splitlines():
+        m = re.search(r"\berror: (.*)", line)
+        if m and "Failures have been detected" not in m.group(1):
+            return m.group(1).strip()[:500]
+    return None
+
+
+def _keep_reproducer(job: Job, rec: dict, log: str) -> None:
+    """Keep the MLIR reproducer of the stage that failed: the newest one the compiler wrote."""
+    repro_dir = os.path.join(job.scratch, "repro")
+    files = [os.path.join(repro_dir, f) for f in os.listdir(repro_dir)] if os.path.isdir(repro_dir) else []
+    files = [f for f in files if os.path.getsize(f) > 0]
+    dest = os.path.join(job.case_dir, "reproducer.mlir")
+    if files:
+        shutil.copyfile(max(files, key=os.path.getmtime), dest)
+    elif "mlir_reproducer" in log:
+        # Some releases print the reproducer to stderr instead of the requested file.
+        with open(dest, "w") as f:
+            f.write(_reproducer_from_log(log))
+    else:
+        return
+    rec["artifacts"]["reproducer"] = "reproducer.mlir"
+
+
+def _keep_partial_ir(job: Job, rec: dict) -> None:
+    """A failed compile leaves no asm dict; keep whatever stage dumps it wrote before failing.
+
+    TRITON_KERNEL_DUMP is left to the user: turning it on changes what some releases do (3.6
+    then disassembles the cubin itself, and fails on archs its cuobjdump cannot decode).
+    """
+    for dump in (os.path.join(job.scratch, "dump"), os.path.join(job.scratch, "home", ".triton", "dump")):
+        _copy_dumps(dump, job, rec)
+
+
+def _copy_dumps(dump: str, job: Job, rec: dict) -> None:
+    for root, _, files in os.walk(dump):
+        for name in sorted(files):
+            ext = name.rsplit(".", 1)[-1]
+            if ext in ("ttir", "ttgir", "llir", "ptx") and ext not in rec["artifacts"]:
+                shutil.copyfile(os.path.join(root, name), os.path.join(job.case_dir, "kernel." + ext))
+                rec["artifacts"][ext] = "kernel." + ext
+
+
+def _reproducer_from_log(log: str) -> str:
+    start = log.find("module {")
+    end = log.find("#-}", start)
+    return log[start:end + 3] + "\n" if start >= 0 and end > start else log
+
+
+def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=print) -> dict:
+    """Run every case of the plan; write results.json and summary.tsv under out_dir; return results."""
+    import triton  # imported once here so that every forked case starts with it loaded
+
+    cases_root = os.path.join(out_dir, "cases")
+    os.makedirs(cases_root, exist_ok=True)
+    scratch_root = tempfile.mkdtemp(prefix="reprokit-cases-")
+    started, t0 = utcnow(), time.perf_counter()
+    pending = []
+    for c in plan["cases"]:
+        case_dir = os.path.join(cases_root, c["id"])
+        os.makedirs(case_dir, exist_ok=True)
+        pending.append(Job(c, case_dir, os.path.join(scratch_root, c["id"]),
+                           float(c.get("timeout_s") or plan.get("timeout_s") or 300)))
+    pending.reverse()
+    running, records = {}, {}
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, workers):
+                job = pending.pop()
+                os.makedirs(job.scratch, exist_ok=True)
+                _start(job, plan, kernels_dir)
+                running[job.pid] = job
+            time.sleep(0.005)
+            now = time.perf_counter()
+            for pid, job in list(running.items()):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                timed_out = False
+                if not done and now - job.started > job.timeout_s:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    _, status = os.waitpid(pid, 0)
+                    timed_out = True
+                elif not done:
+                    continue
+                del running[pid]
+                rec = _finish(job, status, timed_out)
+                records[job.case["id"]] = rec
+                log(f"{job.case['id']}: {rec['status']} ({rec['wall_s']:.2f} s)")
+    finally:
+        for pid in running:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    results = {
+        "format": FORMAT, "harness": _harness_version(), "triton": triton.__version__,
+        "target": {"backend": "cuda", "arch": plan["profile"]["capability"], "warp_size": 32},
+        "started": started, "finished": utcnow(), "wall_s": round(time.perf_counter() - t0, 3),
+        "workers": workers, "mode": plan.get("mode", "compile-only"),
+        "cases": _judge_all(plan, records),
+    }
+    _write_json(os.path.join(out_dir, "results.json"), results)
+    write_summary(os.path.join(out_dir, "summary.tsv"), results)
+    return results
+
+
+def _judge_all(plan: dict, records: dict) -> list:
+    out = []
+    by_id = {}
+    for c in plan["cases"]:  # plan order: a P2's gate (its family's P0) is judged before it
+        rec = dict(records[c["id"]])
+        rec["artifacts"] = {k: f"cases/{c['id']}/{v}" for k, v in rec.get("artifacts", {}).items()}
+        rec.update(family=c["family"], control=c["control"], expect=c.get("expect", "tma"))
+        gate = by_id.get(c.get("gated_by")) if c.get("gated_by") else None
+        rec.update(oracle.judge(c, rec, gate))
+        by_id[c["id"]] = rec
+        out.append(rec)
+    return out
+
+
+SUMMARY_COLUMNS = ("id", "family", "control", "status", "verdict", "expect", "met", "ttir", "ttgir", "llir",
+                   "ptx", "sass", "shared_bytes", "launch", "compile_s")
+
+
+def summary_row(r: dict) -> dict:
+    tma = r.get("tma") or {}
+    launch = r.get("launch")
+    return {
+        "id": r["id"], "family": r["family"], "control": r["control"], "status": r["status"],
+        "verdict": r["verdict"], "expect": r["expect"], "met": {True: "yes", False: "no"}.get(r.get("met"), "-"),
+        **{lv: str(tma[lv]) if lv in tma else "-" for lv in oracle.LEVELS},
+        "shared_bytes": str((r.get("metadata") or {}).get("shared_bytes", "-")),
+        "launch": "-" if not launch else ("ok" if launch["fits"] else "no"),
+        "compile_s": f"{r['compile_s']:.2f}" if r.get("compile_s") is not None else "-",
+    }
+
+
+def write_summary(path: str, results: dict) -> None:
+    lines = ["\t".join(SUMMARY_COLUMNS)]
+    for r in results["cases"]:
+        row = summary_row(r)
+        lines.append("\t".join(row[c] for c in SUMMARY_COLUMNS))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _write_json(path: str, data) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _harness_version() -> str:
+    from reprokit import __version__
+
+    return __version__
