@@ -45,6 +45,61 @@ class Executor(ABC):
         """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir."""
 
 
+def harness_env(extra: dict | None = None) -> dict:
+    """The environment a host-side harness run gets: ours, with reprokit importable first."""
+    import os
+
+    env = dict(os.environ)
+    pkg_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env.update(extra or {})
+    return env
+
+
 def harness_argv(python: str, plan: str, kernels: str, out: str, workers: int) -> list[str]:
     return [python, "-m", "reprokit.harness", "--plan", plan, "--kernels", kernels, "--out", out,
             "--workers", str(workers)]
+
+
+def make_executor(name: str, *, with_torch: bool = False, say=None) -> Executor:
+    """The executor called `name`; `auto` is docker when a daemon answers, else venv (and says which)."""
+    from reprokit.errors import UsageError
+
+    if name == "auto":
+        from reprokit.executors.docker import docker_available
+
+        name = "docker" if docker_available() else "venv"
+        if say:
+            say(f"executor: {name} ({'a Docker daemon answers' if name == 'docker' else 'no Docker daemon answers'})")
+    if name == "local":
+        from reprokit.executors.local import LocalExecutor
+
+        return LocalExecutor()
+    if name == "venv":
+        from reprokit.executors.venv import VenvExecutor
+
+        return VenvExecutor(with_torch=with_torch)
+    if name == "docker":
+        from reprokit.executors.docker import DockerExecutor
+
+        return DockerExecutor(with_torch=None if with_torch else False)
+    raise UsageError(f"unknown executor {name!r}")
+
+
+def local_stack() -> Stack:
+    """This interpreter, described as a stack."""
+    import platform
+    from importlib import metadata
+
+    from reprokit.errors import UsageError
+
+    try:
+        triton = metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        raise UsageError("the local executor needs triton in this interpreter "
+                         "(pip install 'reprokit[triton]'), or use --executor venv") from None
+    try:
+        torch = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch = None
+    return Stack(name="local", triton=triton, torch=torch, python=platform.python_version())

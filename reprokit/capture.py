@@ -1,0 +1,68 @@
+"""One capture: plan the suite for a GPU profile, run the harness in a stack, collect the folder.
+
+The folder appears under its final name only when the harness finished; a failed run is kept
+beside it as `<name>.failed` with its logs, so nothing half-written passes for a capture.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit.config import GpuProfile, Stack
+from reprokit.errors import HarnessError, UsageError
+from reprokit.executors import Executor, RunResult
+from reprokit.suite import build_plan, copy_kernels, kernels_dir
+
+
+@dataclass(frozen=True)
+class Capture:
+    out_dir: Path
+    stack: Stack
+    profile: GpuProfile
+    executor: str
+    mode: str
+    prepare_facts: dict
+    run: RunResult
+    results: dict
+
+    def executor_facts(self) -> dict:
+        return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
+
+
+def capture(stack: Stack, profile: GpuProfile, out_dir: Path, executor: Executor, *, workers: int = 1,
+            mode: str = "compile-only", only: str | None = None, case_timeout_s: float | None = None,
+            run_timeout_s: float = 3600, force: bool = False, kernels: Path | None = None,
+            plan: dict | None = None) -> Capture:
+    """Run the suite (or a given plan, for replay) in `stack` and leave a capture folder at out_dir."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not force:
+            raise UsageError(f"{out_dir} exists and is not empty (use --force to replace it)")
+        shutil.rmtree(out_dir)
+    work = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "logs").mkdir(parents=True)
+    if plan is None:
+        plan = build_plan(profile, stack.pins() | {"name": stack.name}, mode=mode, only=only,
+                          timeout_s=case_timeout_s)
+    (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+    copy_kernels(plan, Path(kernels or kernels_dir()), work / "kernels")
+    facts = executor.prepare(stack)
+    run = executor.run_harness(stack, work, workers=workers, timeout_s=run_timeout_s, gpu=(mode == "gpu"))
+    results_path = work / "results.json"
+    if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
+        failed = out_dir.with_name(out_dir.name + ".failed")
+        shutil.rmtree(failed, ignore_errors=True)
+        work.rename(failed)
+        why = "timed out" if run.timed_out else f"exited {run.returncode}"
+        last = (run.log_tail.strip().splitlines() or ["no output"])[-1]
+        raise HarnessError(f"{stack.name}: harness {why} under {executor.name}: {last} (logs in {failed})")
+    results = json.loads(results_path.read_text())
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists():
+        out_dir.rmdir()
+    work.rename(out_dir)
+    return Capture(out_dir, stack, profile, executor.name, plan["mode"], facts, run, results)

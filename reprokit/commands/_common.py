@@ -1,0 +1,63 @@
+"""Arguments and output shared by several verbs (GPU profile, executor, workers, tables)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from reprokit.errors import UsageError
+
+EXECUTORS = ("auto", "docker", "venv", "local")
+
+
+def add_run_args(p, *, default_executor: str = "auto") -> None:
+    p.add_argument("--gpu", required=True, help="GPU profile from stacks.toml (h100, h200, b200, rtx5090, gb10)")
+    p.add_argument("--executor", choices=EXECUTORS, default=default_executor,
+                   help=f"where stacks run (default {default_executor}; auto = docker when a daemon answers, else venv)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="cases compiled at once (default: CPU count)")
+    p.add_argument("--mode", choices=("auto", "compile-only", "gpu"), default="auto",
+                   help="auto: on the GPU when the host has the profile's GPU, else compile-only")
+    p.add_argument("--cases", default=None, metavar="GLOBS", help="only cases whose id matches, e.g. 'block_ptr.*'")
+    p.add_argument("--case-timeout", type=float, default=None, metavar="S", help="seconds per case (default from the suite)")
+
+
+def check_workers(n: int) -> int:
+    if n < 1:
+        raise UsageError(f"--workers must be at least 1, got {n}")
+    return n
+
+
+def console() -> Console:
+    return Console(stderr=False, highlight=False)
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def verdict_table(cases: list[dict], title: str | None = None) -> Table:
+    from reprokit.harness.oracle import LEVELS
+
+    t = Table(title=title, show_lines=False)
+    for col in ("case", "status", "verdict", "expect", "met", *LEVELS, "smem", "launch"):
+        t.add_column(col, justify="right" if col in LEVELS or col == "smem" else "left", no_wrap=col == "case")
+    for c in cases:
+        tma = c.get("tma") or {}
+        launch = c.get("launch")
+        met = {True: "[green]yes[/]", False: "[red]no[/]"}.get(c.get("met"), "-")
+        t.add_row(c["id"], c["status"], c["verdict"], c.get("expect", "-"), met,
+                  *[str(tma[lv]) if lv in tma else "-" for lv in LEVELS],
+                  str((c.get("metadata") or {}).get("shared_bytes", "-")),
+                  "-" if not launch else ("ok" if launch["fits"] else "[yellow]no[/]"))
+    return t
+
+
+def flat_case(c: dict) -> dict:
+    """The per-case record of `--json` outputs."""
+    return {"id": c["id"], "family": c["family"], "control": c["control"], "status": c["status"],
+            "tma": c.get("tma") or {}, "verdict": c["verdict"], "expect": c.get("expect"), "met": c.get("met"),
+            "reason": c.get("reason"), "error": c.get("error"), "launch": c.get("launch")}

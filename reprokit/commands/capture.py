@@ -1,0 +1,53 @@
+"""`reprokit capture`: run the control suite in one stack and leave a capture folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprokit.capture import capture
+from reprokit.commands._common import add_run_args, check_workers, console, flat_case, say, verdict_table
+from reprokit.config import load_config
+from reprokit.executors import local_stack, make_executor
+from reprokit.gpu import choose_mode
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "capture", help="run the suite in one stack into a capture folder",
+        description="Compile every case of the control suite for a GPU profile in one stack, keeping IR at "
+                    "every level, SASS, compile metadata, logs and an environment snapshot.",
+        epilog="example: reprokit capture --gpu h100 --out /tmp/cap --executor local --json",
+    )
+    add_run_args(p, default_executor="local")
+    p.add_argument("--out", required=True, type=Path, help="capture folder to create")
+    p.add_argument("--stack", default=None, help="stack from stacks.toml (required unless --executor local)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--json", action="store_true", help='print {"cases": [...]} instead of a table')
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    cfg = load_config()
+    profile = cfg.gpu(args.gpu)
+    workers = check_workers(args.workers)
+    mode = choose_mode(profile, args.mode, say=say)
+    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)
+    if args.executor == "local":
+        stack = local_stack()
+    else:
+        from reprokit.errors import UsageError
+
+        if not args.stack:
+            raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
+        stack = cfg.stack(args.stack)
+    cap = capture(stack, profile, args.out, executor, workers=workers, mode=mode, only=args.cases,
+                  case_timeout_s=args.case_timeout, force=args.force)
+    cases = cap.results["cases"]
+    if args.json:
+        print(json.dumps({"stack": stack.name, "gpu": profile.key, "mode": cap.mode, "out": str(cap.out_dir),
+                          "cases": [flat_case(c) for c in cases]}, indent=1))
+    else:
+        console().print(verdict_table(cases, title=f"{stack.name} (triton {cap.results['triton']}) on {profile.key}, {cap.mode}"))
+        say(f"capture written to {cap.out_dir}")
+    return 0

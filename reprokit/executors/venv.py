@@ -1,0 +1,98 @@
+"""The `venv` executor: each stack's pins in a cached virtual environment, for hosts without
+Docker (HPC nodes, laptops). Built with uv when it is on PATH, else with venv + pip.
+
+Venvs live under $REPROKIT_CACHE (default ~/.cache/reprokit)/venvs/<stack>-<spec hash>; a
+finished venv is never rebuilt, and a half-built one never becomes visible under that name.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from reprokit import proc
+from reprokit.config import Stack
+from reprokit.errors import ExecutorError
+from reprokit.executors import Executor, RunResult
+from reprokit.executors.local import run_python_harness
+
+MARKER = "reprokit-venv.json"
+
+
+def cache_root() -> Path:
+    env = os.environ.get("REPROKIT_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprokit"
+
+
+class VenvExecutor(Executor):
+    name = "venv"
+
+    def __init__(self, with_torch: bool = False, python: str | None = None, log=None):
+        self.with_torch = with_torch
+        self.python = python or sys.executable
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+
+    def spec(self, stack: Stack) -> dict:
+        reqs = [f"triton=={stack.triton}"]
+        index = None
+        if self.with_torch and stack.torch:
+            reqs.append(f"torch=={stack.torch}")
+            index = stack.torch_index
+        return {"requirements": reqs, "torch_index": index, "base_python": self.python}
+
+    def venv_dir(self, stack: Stack) -> Path:
+        spec = self.spec(stack)
+        return cache_root() / "venvs" / f"{stack.name}-{stack.spec_hash(json.dumps(spec, sort_keys=True))}"
+
+    def prepare(self, stack: Stack) -> dict:
+        target = self.venv_dir(stack)
+        facts = {"venv": str(target), "python": str(target / "bin" / "python"), **self.spec(stack)}
+        if (target / MARKER).is_file():
+            return {**facts, "reused": True}
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / f".{target.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (target / MARKER).is_file():  # built by someone else while we waited
+                return {**facts, "reused": True}
+            self._build(stack, target)
+        return {**facts, "reused": False}
+
+    def _build(self, stack: Stack, target: Path) -> None:
+        tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        spec = self.spec(stack)
+        self.log(f"venv: building {stack.name} ({', '.join(spec['requirements'])}) in {target}")
+        uv = shutil.which("uv")
+        py = str(tmp / "bin" / "python")
+        if uv:
+            steps = [[uv, "venv", "--python", self.python, str(tmp)],
+                     [uv, "pip", "install", "--python", py, *spec["requirements"]]]
+        else:
+            steps = [[self.python, "-m", "venv", str(tmp)],
+                     [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec["requirements"]]]
+        if spec["torch_index"]:
+            steps[-1] += ["--extra-index-url", spec["torch_index"]]
+        try:
+            for argv in steps:
+                r = proc.run(argv, timeout=3600)
+                if not r.ok:
+                    last = r.stderr_tail.strip().splitlines()[-1:] or ["no output"]
+                    raise ExecutorError(f"venv: building {stack.name} failed at `{' '.join(argv[:4])} ...`: {last[0]}")
+            (tmp / MARKER).write_text(json.dumps({"stack": stack.pins(), **spec}, indent=1, sort_keys=True))
+            # venv scripts hard-code their folder; python -m use below never goes through them.
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
+                    gpu: bool) -> RunResult:
+        python = str(self.venv_dir(stack) / "bin" / "python")
+        result = run_python_harness(self.name, python, capture_dir, workers=workers, timeout_s=timeout_s)
+        return RunResult(result.executor, result.returncode, result.timed_out, result.log_tail,
+                         {**result.runtime, "venv": str(self.venv_dir(stack))})
