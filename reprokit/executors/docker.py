@@ -207,6 +207,17 @@ class DockerExecutor(Executor):
         self._prepared[stack.name] = facts
         return facts
 
+    def image_id(self, ref: str) -> str | None:
+        """The id of a local image, or None when the engine has none by that name."""
+        image = self._image_or_none(ref)
+        return image.id if image is not None else None
+
+    def containers(self) -> list[str]:
+        """Ids of every container this module created that still exists (should be none)."""
+        with _engine_errors("list containers", self.socket):
+            found = self.client.containers.list(all=True, filters={"label": "org.reprokit.stack"})
+        return [c.id for c in found]
+
     def _image_or_none(self, ref: str):
         with _engine_errors(f"inspect image {ref}", self.socket):
             try:

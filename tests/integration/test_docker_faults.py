@@ -1,0 +1,74 @@
+"""Engine faults become one clear line: a daemon that does not answer, a Dockerfile that does not build."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from reprokit.capture import capture
+from reprokit.config import Stack
+from reprokit.errors import ExecutorError
+
+BROKEN = """ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+ARG TRITON_VERSION
+RUN echo "installing triton ${TRITON_VERSION}" && echo "no such package: triton-broken" >&2 && exit 3
+"""
+
+
+def test_daemon_down_is_one_clear_error(config, tmp_path):
+    """No engine at the socket (a bogus DOCKER_HOST; stopping the shared daemon would hurt others)."""
+    from reprokit.executors.docker import DockerExecutor, docker_available
+
+    bogus = f"unix://{tmp_path}/docker.sock"
+    assert docker_available(bogus) is False
+    ex = DockerExecutor(base_url=bogus, base_image="reprokit-base:bookworm", with_torch=False)
+    with pytest.raises(ExecutorError) as err:
+        ex.prepare(config.stack("triton-3.5-cu130"))
+    msg = str(err.value)
+    assert msg.startswith("docker: engine not reachable at " + bogus)
+    assert "start dockerd" in msg and "\n" not in msg
+    assert err.value.exit_code == 3
+
+
+def test_daemon_down_via_docker_host(config, tmp_path, monkeypatch):
+    from reprokit.executors.docker import DockerExecutor
+
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # discard port: nothing listens
+    with pytest.raises(ExecutorError, match=r"^docker: engine not reachable at tcp://127\.0\.0\.1:9 "):
+        DockerExecutor(base_image="reprokit-base:bookworm").prepare(config.stack("triton-3.5-cu130"))
+
+
+@pytest.mark.docker
+def test_broken_dockerfile_fails_that_stack_only(stack_images, base_image, config, tmp_path):
+    from reprokit.executors.docker import DockerExecutor
+
+    root = tmp_path / "root"
+    (root / "Dockerfiles").mkdir(parents=True)
+    (root / "Dockerfiles" / "broken.Dockerfile").write_text(BROKEN)
+    shutil.copy(config.path.parent / "Dockerfiles" / "stack.Dockerfile", root / "Dockerfiles")
+    broken = Stack(name="triton-broken", triton="3.5.0", base_image="nvidia/cuda:13.0.1-devel-ubuntu24.04",
+                   dockerfile="Dockerfiles/broken.Dockerfile")
+    good = config.stack("triton-3.5-cu130")
+    ex = DockerExecutor(root, base_image=base_image, with_torch=False)
+    outcomes = {}
+    for stack in (broken, good):  # what a multi-stack run does: record the failure, go on
+        try:
+            outcomes[stack.name] = capture(stack, config.gpu("h100"), tmp_path / stack.name, ex,
+                                           only="block_ptr.*", kernels=config.path.parent / "kernels")
+        except ExecutorError as e:
+            outcomes[stack.name] = e
+    err = outcomes["triton-broken"]
+    assert isinstance(err, ExecutorError)
+    msg = str(err)
+    assert msg.startswith("triton-broken: image build failed at `RUN echo")
+    assert "returned a non-zero code: 3" in msg and "\n" not in msg
+    assert ex.image_id(ex.image_tag(broken)) is None  # no half-built image under the tag
+    log = ex.build_log_path(ex.image_tag(broken))
+    assert "no such package: triton-broken" in log.read_text()
+    assert outcomes["triton-3.5-cu130"].run.ok
+    assert outcomes["triton-3.5-cu130"].prepare_facts["built"] is False  # same Dockerfile bytes: same image
+    assert (tmp_path / "triton-3.5-cu130" / "results.json").is_file()
+    assert ex.containers() == []
+    ex.close()
