@@ -1,0 +1,48 @@
+# Thin wrappers over the reprokit CLI. Set-up on a fresh machine is two commands:
+#   make bundle GPU=h100      # run the suite on every stack, one bundle each under bundles/
+#   make test                 # the test suite (what CI runs)
+
+PYTHON ?= python3
+VENV   ?= .reprokit/host
+GPU    ?= h100
+STACKS ?= all
+EXECUTOR ?= auto
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# Offline image builds: a local base image and no torch (compile-only stacks).
+BASE_IMAGE ?=
+WITH_TORCH ?=
+BUNDLE ?=
+
+RK := $(VENV)/bin/reprokit
+export REPROKIT_BASE_IMAGE := $(BASE_IMAGE)
+export REPROKIT_WITH_TORCH := $(WITH_TORCH)
+
+.PHONY: bundle capture replay verify show images test test-unit bench-capture help
+
+help:
+	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
+	@echo "make verify BUNDLE=bundles/x.tgz | make show BUNDLE=... | make test | make bench-capture"
+
+# The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+bundle: $(VENV)/.installed
+	$(RK) run --gpu $(GPU) --stacks $(STACKS) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles
+
+verify: $(VENV)/.installed
+	$(RK) verify $(BUNDLE)
+
+show: $(VENV)/.installed
+	$(RK) show $(BUNDLE)
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q tests
+
+test-unit: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q tests/unit
+
+bench-capture: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_capture.py --gpu $(GPU)

@@ -1,0 +1,86 @@
+"""A run over several stacks: capture each, bundle each, and the cross-stack verdict grid.
+
+One stack's failure (image build, harness crash, engine down) is recorded and the others go on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit.capture import capture
+from reprokit.config import GpuProfile, Stack
+from reprokit.errors import ReprokitError
+from reprokit.executors import Executor
+
+
+@dataclass(frozen=True)
+class StackOutcome:
+    stack: str
+    bundle: Path | None
+    results: dict | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run_stacks(stacks: list[Stack], profile: GpuProfile, executor: Executor, out: Path, *, workers: int,
+               mode: str, only: str | None = None, case_timeout_s: float | None = None, share: bool = False,
+               parent: str | None = None, plan: dict | None = None, kernels: Path | None = None,
+               progress=None) -> list[StackOutcome]:
+    from reprokit.bundle.writer import write_bundle
+
+    outcomes = []
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="reprokit-run-"))
+    try:
+        for stack in stacks:
+            if progress:
+                progress(stack.name, "capturing")
+            try:
+                cap = capture(stack, profile, scratch / stack.name, executor, workers=workers, mode=mode,
+                              only=only, case_timeout_s=case_timeout_s, plan=_plan_for(plan, stack),
+                              kernels=kernels)
+                if progress:
+                    progress(stack.name, "bundling")
+                path = write_bundle(cap.out_dir, out, stack={"name": stack.name, **stack.pins()},
+                                    profile=profile.to_dict(), executor=cap.executor_facts(), mode=cap.mode,
+                                    share=share, parent=parent)
+                outcomes.append(StackOutcome(stack.name, path, cap.results, None))
+            except ReprokitError as e:
+                outcomes.append(StackOutcome(stack.name, None, None, str(e)))
+            if progress:
+                progress(stack.name, "done" if outcomes[-1].ok else "failed")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return outcomes
+
+
+def _plan_for(plan: dict | None, stack: Stack) -> dict | None:
+    """A replayed plan runs as recorded, but names the stack it now runs on."""
+    if plan is None:
+        return None
+    return {**plan, "stack": {"name": stack.name, **stack.pins()}}
+
+
+def grid(outcomes: list[StackOutcome]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """(stack names, [(case id, one cell per stack)]): verdict, with the status when it says more."""
+    stacks = [o.stack for o in outcomes]
+    order, cells = [], {}
+    for o in outcomes:
+        for c in (o.results or {}).get("cases", []):
+            if c["id"] not in cells:
+                order.append(c["id"])
+                cells[c["id"]] = {}
+            text = c["verdict"]
+            if c.get("launch") and not c["launch"]["fits"]:
+                text += " (no launch)"
+            cells[c["id"]][o.stack] = text
+    rows = []
+    for cid in order:
+        rows.append((cid, [cells[cid].get(o.stack, "-" if o.ok else "failed") for o in outcomes]))
+    return stacks, rows
