@@ -26,29 +26,31 @@ _SECRET_PREFIXES = ("AUTH",)
 # Names that contain a secret-looking word but hold nothing secret; PWD is the working folder.
 _NOT_SECRET = frozenset({"PWD", "OLDPWD", "KEYTIMEOUT", "AUTHOR", "AUTHORS", "TOKENIZERS"})
 
-# Each pattern matches the secret span itself, so that it can be cut out of a longer text.
-SECRET_VALUE_PATTERNS: tuple[str, ...] = (
+# (hint, pattern): each pattern matches the secret span itself, so that it can be cut out of a
+# longer text; the hint is a literal every match contains, for a fast test before the regex.
+SECRET_VALUE_PATTERNS: tuple[tuple[str, str], ...] = (
     # PEM private keys (RSA, EC, OPENSSH, PGP, ...), whole block, or up to the end of the
-    # base64 run when the END line is missing (a truncated log); `\\` keeps escaped newlines.
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
-    r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|[A-Za-z0-9+/=\s\\]*)",
+    # base64 run when the END line is missing (a truncated log), escaped newlines included.
+    ("PRIVATE KEY", r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----"
+                    r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|[A-Za-z0-9+/=\s\\]*)"),
     # user:password in a URL; the user and the host stay readable.
-    r"(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)",
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-    r"\bglpat-[A-Za-z0-9_-]{20,}",
-    r"\bxox[abeprs]-[A-Za-z0-9-]{10,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    r"\bhf_[A-Za-z0-9]{30,}",
-    r"\bsk-[A-Za-z0-9_-]{20,}",
-    r"\bAIza[0-9A-Za-z_-]{35}",
-    r"\bnpm_[A-Za-z0-9]{36}",
-    r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
-    r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
-    r"(?:(?<=[Aa]uthorization: )|(?<=AUTHORIZATION: ))\S+(?: \S+)?",
-    r"\bBearer [A-Za-z0-9._~+/-]{16,}=*",
+    ("://", r"(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)"),
+    ("gh", r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+    ("github_pat_", r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+    ("glpat-", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    ("xox", r"\bxox[abeprs]-[A-Za-z0-9-]{10,}"),
+    ("IA", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("hf_", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("sk-", r"\bsk-[A-Za-z0-9_-]{20,}"),
+    ("AIza", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("npm_", r"\bnpm_[A-Za-z0-9]{36}"),
+    ("pypi-", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("eyJ", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    ("uthorization: ", r"(?<=[Aa]uthorization: )\S+(?: \S+)?"),
+    ("AUTHORIZATION: ", r"(?<=AUTHORIZATION: )\S+(?: \S+)?"),
+    ("Bearer ", r"\bBearer [A-Za-z0-9._~+/-]{16,}=*"),
 )
-_VALUE_RE = re.compile("|".join(f"(?:{p})" for p in SECRET_VALUE_PATTERNS), re.DOTALL)
+_VALUE_RE = re.compile("|".join(f"(?:{p})" for _, p in SECRET_VALUE_PATTERNS), re.DOTALL)
 _WORD_SPLIT = re.compile(r"[^A-Z]+")
 
 
