@@ -1,0 +1,137 @@
+"""The README.md inside a bundle, written for the maintainer who receives it, and the verdict rows
+that `reprokit show` prints from the same data."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+TMA_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
+
+
+def verdict_rows(results: dict) -> list[dict]:
+    """One row of strings per case: id, family, control, expect, verdict, met, status, tma, reason."""
+    rows = []
+    for c in results.get("cases", []):
+        tma = c.get("tma") or {}
+        rows.append({
+            "id": c["id"], "family": c.get("family", ""), "control": c.get("control", ""),
+            "expect": c.get("expect", ""), "verdict": c.get("verdict", ""),
+            "met": {True: "yes", False: "no"}.get(c.get("met"), "-"), "status": c.get("status", ""),
+            "tma": " ".join(f"{lv}={tma[lv]}" for lv in TMA_LEVELS if tma.get(lv) is not None) or "-",
+            "reason": c.get("reason", ""),
+        })
+    return rows
+
+
+def verdict_summary(results: dict) -> str:
+    """'12 cases: 9 met, 2 not met, 1 not judged'."""
+    met = Counter({True: "met", False: "not met"}.get(c.get("met"), "not judged") for c in results.get("cases", []))
+    parts = [f"{met[k]} {k}" for k in ("met", "not met", "not judged") if met[k]]
+    n = len(results.get("cases", []))
+    return f"{n} case{'s' if n != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def environment_lines(env: dict) -> list[str]:
+    """Bullet points summarising env.json: OS, Python, Triton, torch, ptxas, GPU."""
+    osi = env.get("os") or {}
+    py = env.get("python") or {}
+    pkgs = env.get("packages") or {}
+    tools = env.get("tools") or {}
+    out = [f"- OS: {osi.get('distro') or osi.get('system', '?')} ({osi.get('system', '?')} {osi.get('release', '?')}, "
+           f"{osi.get('machine', '?')})",
+           f"- Python: {py.get('version', '?')}"]
+    for name in ("triton", "torch"):
+        pkg = pkgs.get(name)
+        out.append(f"- {name}: {pkg['version'] if pkg else 'not installed'}")
+    for name in ("ptxas", "cuobjdump", "nvdisasm"):
+        tool = tools.get(name)
+        if tool:
+            out.append(f"- {name}: {tool.get('version') or 'version unknown'} ({tool.get('path') or 'not found'})")
+    gpu = env.get("gpu")
+    if gpu and gpu.get("available"):
+        names = ", ".join(sorted({str(d.get("name")) for d in gpu.get("devices", [])})) or "none"
+        out.append(f"- GPU: {names}; driver {gpu.get('driver', '?')}")
+    elif gpu:
+        out.append(f"- GPU: not readable ({gpu.get('reason', 'unknown reason')})")
+    else:
+        out.append("- GPU: none recorded (compile-only run)")
+    if env.get("redacted"):
+        out.append(f"- Redacted variables: {', '.join(env['redacted'])}")
+    if env.get("unread_knobs"):
+        out.append("- Variables this Triton never reads: " + ", ".join(k["name"] for k in env["unread_knobs"]))
+    return out
+
+
+def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
+    """The README text. `manifest` is the manifest being written (files list not needed)."""
+    stack, profile = manifest["stack"], manifest["profile"]
+    pins = ", ".join(f"{k} {stack[k]}" for k in ("triton", "torch", "cuda", "python") if stack.get(k))
+    lines = [
+        f"# {name}",
+        "",
+        f"A reprokit bundle: the `{manifest['suite']}` suite, {manifest['mode']} mode, on stack `{stack['name']}`"
+        + (f" ({pins})" if pins else "") + f", for GPU profile `{profile['key']}` ({profile['name']}, {profile['arch']}).",
+        f"Ran under the `{manifest['executor']['name']}` executor; packed {manifest['created']} by reprokit "
+        f"{manifest['reprokit']}. {verdict_summary(results)}.",
+    ]
+    if stack.get("base_image") or stack.get("image_digest"):
+        lines.append("Image: " + ", ".join(f"{k} `{stack[k]}`" for k in ("base_image", "image_digest") if stack.get(k))
+                     + ".")
+    if manifest.get("parent"):
+        lines.append(f"Replayed from the bundle with sha256 `{manifest['parent']}`.")
+    if manifest["share"]["applied"]:
+        lines.append("Shared mode: host name, user name, home paths and GPU serials/UUIDs are replaced by placeholders.")
+    lines += [
+        "",
+        "## Check it",
+        "",
+        "With coreutils alone (SHA256SUMS covers every file but itself, manifest.json included):",
+        "",
+        "```sh",
+        f"tar xzf {name}.tgz",
+        f"cd {name}",
+        "sha256sum -c SHA256SUMS",
+        "```",
+        "",
+        f"Or, without extracting: `reprokit verify {name}.tgz` (also checks the archive's structure and the schemas).",
+        "",
+        "## Reproduce it",
+        "",
+        "```sh",
+        f"reprokit replay {name}.tgz",
+        "```",
+        "",
+        "Replay reruns this bundle's own plan.json with its own kernels/ sources on the same stack and GPU profile, "
+        "and writes a new bundle whose manifest names this one as its parent.",
+        "",
+        "## Verdicts",
+        "",
+    ]
+    rows = verdict_rows(results)
+    lines += _table(["case", "control", "expect", "verdict", "met", "status", "TMA ops", "reason"],
+                    [[r["id"], r["control"], r["expect"], r["verdict"], r["met"], r["status"], r["tma"], r["reason"]]
+                     for r in rows])
+    lines += ["", "## Environment", ""] + environment_lines(env)
+    lines += [
+        "",
+        "## Layout",
+        "",
+        "- `plan.json`: what was asked (profile, mode, every case); `kernels/`: the sources it names",
+        "- `results.json`: one record per case; `summary.tsv`: the same, one row each",
+        "- `env.json`: software and GPU snapshot taken inside the stack",
+        "- `cases/<id>/`: IR at every level (ttir, ttgir, llir, ptx, sass), cubin, metadata and compiler logs",
+        "- `logs/`: the harness's own log",
+        "- `manifest.json`: provenance and every file's sha256, size and role; `SHA256SUMS`: for `sha256sum -c`",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""Scrubbing the bytes that go into a bundle: secret values always, host identity in share mode.
+
+What counts as secret is decided by reprokit.harness.redact (shared with the in-stack snapshot).
+Here we turn it into needles: the values of secret-looking variables, taken from the host's
+environment and from env.json, are cut out of every file, whatever its name or type. Secret
+*shapes* (private keys, URL passwords, token formats) are searched in the files where text from
+outside the compiler lands (logs, JSON, summaries, kernel sources, reproducers); compiler output
+(IR, SASS, cubin) is derived from those sources and only gets the exact-value pass, which keeps
+packing fast. Text loses the secret to MARKER; a binary file keeps its length, the secret being
+overwritten by filler of the same size, so offsets inside a cubin stay valid.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+
+from reprokit.harness.redact import MARKER, SECRET_VALUE_PATTERNS, is_secret_name, looks_secret_value
+
+SHARE_CLASSES = ("hostname", "user", "home", "gpu-uuid", "gpu-serial")
+_PLACEHOLDER = {"hostname": "<host>", "user": "<user>", "home": "<home>", "gpu-uuid": "<gpu-uuid>",
+                "gpu-serial": "<gpu-serial>"}
+# Values shorter than this, or plain words, are too likely to occur by chance in IR to be cut
+# out of every file; they are still redacted in env.json.
+_MIN_SECRET_LEN = 8
+_MIN_IDENTITY_LEN = 3
+_GENERIC_USERS = frozenset({"root", "nobody", "user", "admin", "ubuntu", "runner", "debian"})
+_GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+_WORD_BEFORE = rb"(?<![A-Za-z0-9_-])"
+_WORD_AFTER = rb"(?![A-Za-z0-9_-])"
+_PATH_AFTER = rb"(?![A-Za-z0-9._-])"
+_HOME_RE = re.compile(rb"(?:/home|/Users)/[A-Za-z0-9._-]+" + _PATH_AFTER)
+_UUID_RE = re.compile(rb"\b(?:GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+# (literal that every match contains, compiled pattern): the literal test is a fast substring
+# search, so the regex runs only where it can hit.
+_SECRET_SHAPES = tuple((hint.encode(), re.compile(p.encode(), re.DOTALL)) for hint, p in SECRET_VALUE_PATTERNS)
+_ESCAPES = (lambda s: s, lambda s: json.dumps(s)[1:-1], lambda s: repr(s)[1:-1])
+
+
+def _worth_scrubbing(value: str) -> bool:
+    if len(value) < _MIN_SECRET_LEN or value == MARKER:
+        return False
+    classes = sum((any(c.islower() for c in value), any(c.isupper() for c in value),
+                   any(c.isdigit() for c in value), any(not c.isalnum() for c in value)))
+    return classes >= 2 or len(value) >= 16
+
+
+def secret_values(*environments: dict) -> dict[str, set[str]]:
+    """value -> names, for every secret-looking variable of the environments worth scrubbing."""
+    out: dict[str, set[str]] = {}
+    for env in environments:
+        for name, value in env.items():
+            if isinstance(value, str) and _worth_scrubbing(value) and (
+                    is_secret_name(name) or looks_secret_value(value)):
+                out.setdefault(value, set()).add(name)
+    return out
+
+
+def _needle_forms(value: str) -> set[bytes]:
+    """The value as it may appear in a file: raw, JSON- and repr-escaped, and line by line."""
+    forms = {esc(value) for esc in _ESCAPES}
+    forms |= {line.strip() for line in value.splitlines() if len(line.strip()) >= 16}
+    return {f.encode("utf-8", "surrogateescape") for f in forms if len(f) >= _MIN_SECRET_LEN}
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Who and where: what share mode replaces. Gathered from the host and from env.json."""
+
+    hostnames: frozenset = frozenset()
+    users: frozenset = frozenset()
+    homes: frozenset = frozenset()
+    gpu_uuids: frozenset = frozenset()
+    gpu_serials: frozenset = frozenset()
+
+    @classmethod
+    def gather(cls, env_doc: dict | None, environ: dict | None = None) -> HostFacts:
+        environ = os.environ if environ is None else environ
+        env_doc = env_doc or {}
+        hosts = {socket.gethostname(), (env_doc.get("os") or {}).get("hostname")}
+        users = {environ.get("USER"), environ.get("LOGNAME")}
+        try:
+            users.add(getpass.getuser())
+        except (KeyError, OSError):  # no passwd entry for this uid (containers)
+            pass
+        env_vars = env_doc.get("env_vars") or {}
+        homes = {environ.get("HOME"), os.path.expanduser("~"), env_vars.get("HOME")}
+        uuids, serials = set(), set()
+        _collect_gpu_ids(env_doc.get("gpu"), uuids, serials)
+        return cls(
+            hostnames=frozenset(h for h in hosts | {h.split(".")[0] for h in hosts if h} if h),
+            users=frozenset(u for u in users if u),
+            homes=frozenset(h.rstrip("/") for h in homes if h and h.rstrip("/")),
+            gpu_uuids=frozenset(str(u) for u in uuids if u),
+            gpu_serials=frozenset(str(s) for s in serials if s),
+        )
+
+
+def _collect_gpu_ids(node, uuids: set, serials: set) -> None:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if isinstance(v, (str, int)) and not isinstance(v, bool) and k.lower() in ("uuid", "gpu_uuid"):
+                uuids.add(v)
+            elif isinstance(v, (str, int)) and not isinstance(v, bool) and k.lower() in ("serial", "gpu_serial"):
+                serials.add(v)
+            else:
+                _collect_gpu_ids(v, uuids, serials)
+    elif isinstance(node, list):
+        for v in node:
+            _collect_gpu_ids(v, uuids, serials)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What scrubbing did to one file: variables whose values went, secret shapes, identity classes."""
+
+    variables: frozenset = frozenset()
+    shapes: bool = False
+    classes: frozenset = frozenset()
+
+    @property
+    def secret(self) -> bool:
+        return bool(self.variables) or self.shapes
+
+    def __or__(self, other: Outcome) -> Outcome:
+        return Outcome(self.variables | other.variables, self.shapes or other.shapes, self.classes | other.classes)
+
+
+def _filler(placeholder: bytes, n: int) -> bytes:
+    return (placeholder + b"_" * n)[:n] if n >= len(placeholder) else b"_" * n
+
+
+def _replace(data: bytes, needle: bytes, placeholder: bytes, binary: bool) -> bytes:
+    return data.replace(needle, _filler(placeholder, len(needle)) if binary else placeholder)
+
+
+def _sub(rx: re.Pattern, data: bytes, placeholder: bytes, binary: bool) -> bytes:
+    if binary:
+        return rx.sub(lambda m: _filler(placeholder, len(m.group(0))), data)
+    return rx.sub(lambda m: placeholder, data)
+
+
+@dataclass(frozen=True)
+class Scrubber:
+    secrets: tuple = ()                 # (needle bytes, variable names), longest needle first
+    share: bool = False
+    identities: tuple = ()              # (class, compiled regex, literal hint or None), in order
+    _marker: bytes = field(default=MARKER.encode(), repr=False)
+
+    @classmethod
+    def for_capture(cls, env_doc: dict | None, *, share: bool, environ: dict | None = None,
+                    facts: HostFacts | None = None, keep: frozenset = frozenset()) -> Scrubber:
+        """Needles from the host environment and env.json; in share mode, rules for host identity.
+
+        `keep`: words that are never treated as host or user names (profile keys, stack names,
+        case ids), so that a host called `h100` does not blank the profile out of the results.
+        """
+        environ = dict(os.environ if environ is None else environ)
+        needles: dict[bytes, set[str]] = {}
+        for value, names in secret_values(environ, (env_doc or {}).get("env_vars") or {}).items():
+            for form in _needle_forms(value):
+                needles.setdefault(form, set()).update(names)
+        identities = ()
+        if share:
+            facts = facts or HostFacts.gather(env_doc, environ)
+            identities = _identity_rules(facts, keep)
+        ordered = sorted(needles, key=lambda n: (-len(n), n))
+        return cls(tuple((n, frozenset(needles[n])) for n in ordered), share, identities)
+
+    def scrub(self, data: bytes, *, binary: bool, shapes: bool) -> tuple[bytes, Outcome]:
+        """Scrubbed bytes, and what was found. `shapes`: also search secret shapes (see module doc)."""
+        names: set[str] = set()
+        for needle, owners in self.secrets:
+            if needle in data:
+                data = _replace(data, needle, self._marker, binary)
+                names |= owners
+        shaped = False
+        if shapes:
+            for hint, rx in _SECRET_SHAPES:
+                if hint in data:
+                    new = _sub(rx, data, self._marker, binary)
+                    shaped = shaped or new != data
+                    data = new
+        classes = set()
+        for cls_name, rx, hint in self.identities:
+            if hint is None or hint in data:
+                new = _sub(rx, data, _PLACEHOLDER[cls_name].encode(), binary)
+                if new != data:
+                    classes.add(cls_name)
+                    data = new
+        return data, Outcome(frozenset(names), shaped, frozenset(classes))
+
+    def scrub_json(self, doc):
+        """(scrubbed copy, Outcome) of a parsed JSON document: every string value, keys kept."""
+        if isinstance(doc, str):
+            raw = doc.encode("utf-8", "surrogatepass")
+            new, outcome = self.scrub(raw, binary=False, shapes=True)
+            return (new.decode("utf-8", "surrogatepass") if new != raw else doc), outcome
+        if isinstance(doc, list):
+            pairs = [self.scrub_json(v) for v in doc]
+            return [p[0] for p in pairs], _merge(p[1] for p in pairs)
+        if isinstance(doc, dict):
+            pairs = {k: self.scrub_json(v) for k, v in doc.items()}
+            return {k: p[0] for k, p in pairs.items()}, _merge(p[1] for p in pairs.values())
+        return doc, Outcome()
+
+
+def _merge(outcomes) -> Outcome:
+    out = Outcome()
+    for o in outcomes:
+        out = out | o
+    return out
+
+
+def _identity_rules(facts: HostFacts, keep: frozenset) -> tuple:
+    """(class, regex, hint) rules in the order they must run: longest, most specific first."""
+    rules = []
+    for home in sorted(facts.homes, key=len, reverse=True):
+        if len(home) > 1:
+            rules.append(("home", re.compile(re.escape(home.encode()) + _PATH_AFTER), home.encode()))
+    rules.append(("home", _HOME_RE, None))
+    rules.append(("gpu-uuid", _UUID_RE, None))
+    for uuid in sorted(facts.gpu_uuids, key=len, reverse=True):
+        if len(uuid) >= _MIN_IDENTITY_LEN:
+            rules.append(("gpu-uuid", re.compile(re.escape(uuid.encode())), uuid.encode()))
+    for serial in sorted(facts.gpu_serials, key=len, reverse=True):
+        if len(serial) >= _MIN_IDENTITY_LEN and not serial.startswith("<"):
+            rules.append(("gpu-serial", re.compile(_WORD_BEFORE + re.escape(serial.encode()) + _WORD_AFTER),
+                          serial.encode()))
+    for cls_name, names, generic in (("hostname", facts.hostnames, _GENERIC_HOSTS),
+                                     ("user", facts.users, _GENERIC_USERS)):
+        for name in sorted(names, key=len, reverse=True):
+            if len(name) >= _MIN_IDENTITY_LEN and name.lower() not in generic and name not in keep:
+                rules.append((cls_name, re.compile(_WORD_BEFORE + re.escape(name.encode()) + _WORD_AFTER),
+                              name.encode()))
+    return tuple(rules)

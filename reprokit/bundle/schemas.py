@@ -1,0 +1,75 @@
+"""Loading the bundle JSON Schemas from the installed package and validating documents against them."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+# Document name (as the file appears in a bundle) -> schema file in reprokit.schemas.
+SCHEMA_FILES = {
+    "manifest.json": "manifest.schema.json",
+    "plan.json": "plan.schema.json",
+    "results.json": "results.schema.json",
+    "env.json": "env.schema.json",
+}
+_MAX_REPORTED = 20
+_MAX_REASON = 200
+
+
+def load_schema(filename: str) -> dict:
+    """One schema file of reprokit.schemas, parsed."""
+    return json.loads(resources.files("reprokit.schemas").joinpath(filename).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def _registry() -> Registry:
+    resources_ = []
+    for filename in SCHEMA_FILES.values():
+        schema = load_schema(filename)
+        resources_.append((schema["$id"], Resource.from_contents(schema)))
+    return Registry().with_resources(resources_)
+
+
+@lru_cache(maxsize=None)
+def validator(document: str) -> Draft202012Validator:
+    """The validator for a bundle document such as 'results.json'."""
+    schema = load_schema(SCHEMA_FILES[document])
+    return Draft202012Validator(schema, registry=_registry())
+
+
+def problems(document: str, data: object) -> list[str]:
+    """One line per schema violation: '<document>: <JSON path>: <reason>', in path order."""
+    try:
+        errors = sorted(validator(document).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    except RecursionError:
+        return [f"{document}: nested too deeply to validate"]
+    out = []
+    for err in errors[:_MAX_REPORTED]:
+        reason = err.message
+        if len(reason) > _MAX_REASON:
+            reason = reason[: _MAX_REASON - 3] + "..."
+        out.append(f"{document}: {err.json_path}: {reason}")
+    if len(errors) > _MAX_REPORTED:
+        out.append(f"{document}: ... and {len(errors) - _MAX_REPORTED} more schema violations")
+    return out
+
+
+def consistency_problems(plan: dict, results: dict, present: set[str]) -> list[str]:
+    """What schema-valid plan and results name that `present` (paths in the bundle) lacks.
+
+    A bundle replays from its own kernel sources, and its results point at its own IR files.
+    """
+    out = set()
+    for c in plan.get("cases", []):
+        src = f"kernels/{c['kernel']['file']}"
+        if src not in present:
+            out.add(f"plan.json: case {c['id']} names kernel source {src}, which is missing")
+    for i, c in enumerate(results.get("cases", [])):
+        for kind, path in sorted(c.get("artifacts", {}).items()):
+            if path not in present:
+                out.add(f"results.json: $.cases[{i}].artifacts.{kind}: {path} is missing")
+    return sorted(out)

@@ -1,0 +1,351 @@
+"""Packing a capture folder into a bundle: redacted, schema-checked, checksummed, byte-reproducible.
+
+One pass over the files: each is read once, scrubbed, hashed and compressed. Payload entries go
+in sorted path order; README.md, manifest.json and SHA256SUMS, which describe them, come last.
+Every header is normalised (mtime = the bundle's epoch, uid/gid 0, no owner names, 0644/0755)
+and the gzip header carries neither a time nor a name, so the same capture, epoch and reprokit
+give the same bytes. The file appears under its final name only once complete.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from reprokit import __version__
+from reprokit.bundle import readme, schemas
+from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
+from reprokit.errors import CaptureInvalid, UsageError
+from reprokit.harness.redact import MARKER, redact_env
+
+FORMAT = 1
+# The writer compresses at gzip's own default, so bundles are as small as `tar czf` makes them.
+COMPRESS_LEVEL = 6
+DOCS = ("plan.json", "results.json", "env.json")
+GENERATED = ("README.md", "manifest.json", "SHA256SUMS")
+_JSON_ROLES = ("plan", "results", "env", "metadata")
+_IR_SUFFIXES = (".ttir", ".ttgir", ".llir", ".ptx", ".sass")
+# Compiler output: secret *values* are still cut from it, secret *shapes* are not searched.
+_NO_SHAPE_ROLES = ("ir", "cubin")
+_SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_COPY_BUFSIZE = 1 << 20
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of the capture as it will sit in the bundle."""
+
+    path: str          # relative to the bundle root, '/'-separated
+    source: Path
+    role: str
+
+
+def role_of(path: str) -> str:
+    """The manifest role of a file, from its place in the capture layout."""
+    top = {"plan.json": "plan", "results.json": "results", "env.json": "env", "summary.tsv": "summary",
+           "README.md": "readme"}
+    if path in top:
+        return top[path]
+    head, _, name = path.partition("/")
+    if head == "kernels":
+        return "kernel-source"
+    if head == "logs":
+        return "log"
+    if head == "cases":
+        base = path.rsplit("/", 1)[-1]
+        if base.endswith(_IR_SUFFIXES):
+            return "ir"
+        if base.endswith(".cubin"):
+            return "cubin"
+        if base == "metadata.json":
+            return "metadata"
+        if base.endswith(".log"):
+            return "log"
+        if base.startswith("reproducer"):
+            return "reproducer"
+    return "other"
+
+
+def collect(capture_dir: Path) -> tuple[list[Entry], list[str]]:
+    """Every regular file of the capture (sorted) and every folder; links and devices refused."""
+    capture_dir = Path(capture_dir)
+    if not capture_dir.is_dir():
+        raise UsageError(f"{capture_dir}: not a capture folder (no such directory)")
+    entries, dirs, problems = [], [], []
+    for dirpath, dirnames, filenames in os.walk(capture_dir):
+        rel_dir = Path(dirpath).relative_to(capture_dir).as_posix()
+        for d in list(dirnames):
+            rel = d if rel_dir == "." else f"{rel_dir}/{d}"
+            if os.path.islink(os.path.join(dirpath, d)):
+                problems.append(f"{rel}: a symbolic link; bundles hold regular files and folders only")
+                dirnames.remove(d)
+            else:
+                dirs.append(rel)
+        for f in filenames:
+            rel = f if rel_dir == "." else f"{rel_dir}/{f}"
+            full = Path(dirpath, f)
+            if any(ch in rel for ch in "\\\n\r\0"):
+                problems.append(f"{rel!r}: file names with backslashes or line breaks cannot be listed in SHA256SUMS")
+            elif full.is_symlink() or not full.is_file():
+                problems.append(f"{rel}: not a regular file (link, device or FIFO); bundles hold regular files only")
+            elif rel in GENERATED:
+                problems.append(f"{rel}: the bundle writes this name itself; remove it from the capture")
+            else:
+                entries.append(Entry(rel, full, role_of(rel)))
+    missing = [d for d in DOCS if not (capture_dir / d).is_file()]
+    problems += [f"{d}: missing from the capture" for d in missing]
+    if problems:
+        raise CaptureInvalid(f"{capture_dir}: cannot be bundled: {problems[0]}", problems)
+    return sorted(entries, key=lambda e: e.path), sorted(dirs)
+
+
+def _load_json(path: Path, label: str):
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as e:
+        raise CaptureInvalid(f"{label}: not valid JSON: {e}") from None
+
+
+def dump_json(doc) -> bytes:
+    return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _plain(d: dict, what: str) -> dict:
+    if not isinstance(d, dict):
+        raise UsageError(f"{what} must be a mapping, not {type(d).__name__}")
+    return json.loads(json.dumps(d, default=str))
+
+
+def parse_utc(text: str) -> int:
+    """Seconds since the epoch of an ISO 8601 UTC time such as 2026-11-22T06:00:12Z."""
+    t = text.strip().replace("Z", "+00:00")
+    if "." in t:  # fromisoformat on 3.9/3.10 takes 3 or 6 fraction digits only
+        head, _, rest = t.partition(".")
+        digits = re.match(r"\d*", rest).group(0)
+        t = head + rest[len(digits):]
+    dt = datetime.fromisoformat(t)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp())
+
+
+def bundle_epoch(results: dict, source_date_epoch: int | None = None) -> int:
+    """The bundle's one time: the argument, else $SOURCE_DATE_EPOCH, else when the capture finished."""
+    if source_date_epoch is not None:
+        epoch = source_date_epoch
+    elif os.environ.get("SOURCE_DATE_EPOCH", "").strip():
+        raw = os.environ["SOURCE_DATE_EPOCH"].strip()
+        if not raw.isdigit():
+            raise UsageError(f"SOURCE_DATE_EPOCH={raw!r} is not a whole number of seconds")
+        epoch = int(raw)
+    else:
+        try:
+            epoch = parse_utc(results["finished"])
+        except (KeyError, TypeError, ValueError):
+            raise CaptureInvalid("results.json: no usable 'finished' time to date the bundle "
+                                 "(set SOURCE_DATE_EPOCH)") from None
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 0 <= epoch < 8 ** 11:
+        raise UsageError(f"bundle time {epoch!r} is not a non-negative whole number of seconds that tar can hold")
+    return epoch
+
+
+def _slug(text: str) -> str:
+    return _SLUG.sub("_", str(text)).strip("._-+") or "unknown"
+
+
+def _tarinfo(name: str, epoch: int, size: int = 0, is_dir: bool = False) -> tarfile.TarInfo:
+    ti = tarfile.TarInfo(name)
+    ti.type = tarfile.DIRTYPE if is_dir else tarfile.REGTYPE
+    ti.mode = 0o755 if is_dir else 0o644
+    ti.size = 0 if is_dir else size
+    ti.mtime = epoch
+    ti.uid = ti.gid = 0
+    ti.uname = ti.gname = ""
+    return ti
+
+
+class _Scrubbed:
+    """Collects what the scrubbing did, per file, for the manifest (names and paths only)."""
+
+    def __init__(self):
+        self.variables: set[str] = set()
+        self.secret_files: set[str] = set()
+        self.share_classes: set[str] = set()
+        self.share_files: set[str] = set()
+        self.share_binary: set[str] = set()
+
+    def note(self, path: str, outcome: Outcome, binary: bool) -> None:
+        self.variables |= outcome.variables
+        if outcome.secret:
+            self.secret_files.add(path)
+        if outcome.classes:
+            self.share_classes |= outcome.classes
+            (self.share_binary if binary else self.share_files).add(path)
+
+
+def _redact_env_doc(env) -> None:
+    """Apply the secret-name check again to env.json's variables, whatever the harness did."""
+    if isinstance(env, dict) and isinstance(env.get("env_vars"), dict):
+        env["env_vars"], names = redact_env(env["env_vars"])
+        if isinstance(env.get("redacted"), list):
+            env["redacted"] = sorted(set(env["redacted"]) | set(names))
+
+
+def _keep_words(plan: dict, stack: dict, profile: dict, executor: dict) -> frozenset:
+    words = {stack.get("name"), profile.get("key"), profile.get("name"), executor.get("name"), plan.get("suite")}
+    for c in plan.get("cases", []) if isinstance(plan.get("cases"), list) else []:
+        if isinstance(c, dict):
+            words |= {c.get("id"), c.get("family"), c.get("control")}
+    return frozenset(w for w in words if isinstance(w, str))
+
+
+def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict, executor: dict, mode: str,
+                 share: bool = False, parent: str | None = None, source_date_epoch: int | None = None,
+                 compresslevel: int = COMPRESS_LEVEL) -> Path:
+    """Pack `capture_dir` into out_dir/<stack>-<gpu>-<UTC time>-<short hash>.tgz and return its path.
+
+    stack: the stack's name and pins (image_digest too, where known); profile: the GPU profile as
+    GpuProfile.to_dict() gives it; executor: {"name": ..., facts...}; mode: compile-only | gpu;
+    share: also replace host identity; parent: sha256 of the bundle this one replays.
+    Raises CaptureInvalid (a file or document is wrong) or UsageError (bad arguments).
+    """
+    capture_dir, out_dir = Path(capture_dir), Path(out_dir)
+    if mode not in ("compile-only", "gpu"):
+        raise UsageError(f"mode {mode!r} is not compile-only or gpu")
+    if parent is not None and not _SHA256.match(parent):
+        raise UsageError(f"parent {parent!r} is not a sha256 (64 lowercase hex digits)")
+    stack, profile, executor = _plain(stack, "stack"), _plain(profile, "profile"), _plain(executor, "executor")
+    executor.setdefault("name", executor.get("kind", "unknown"))
+    for where in (executor, stack):
+        if where.get("image_digest") and not stack.get("image_digest"):
+            stack["image_digest"] = where["image_digest"]
+    entries, dirs = collect(capture_dir)
+    originals = {n: _load_json(capture_dir / n, n) for n in DOCS}
+    docs = json.loads(json.dumps(originals))
+    plan_raw = docs["plan.json"] if isinstance(docs["plan.json"], dict) else {}
+    env_raw = docs["env.json"] if isinstance(docs["env.json"], dict) else None
+    # Host identity and secret values are taken before env.json's variables are redacted.
+    scrubber = Scrubber.for_capture(env_raw, share=share, keep=_keep_words(plan_raw, stack, profile, executor))
+    _redact_env_doc(env_raw)
+    log = _Scrubbed()
+    doc_bytes = {}
+    for n in DOCS:
+        docs[n], outcome = scrubber.scrub_json(docs[n])
+        log.note(n, outcome, binary=False)
+        doc_bytes[n] = dump_json(docs[n]) if docs[n] != originals[n] else (capture_dir / n).read_bytes()
+    problems = [p for name in DOCS for p in schemas.problems(name, docs[name])]
+    plan, results, env = docs["plan.json"], docs["results.json"], docs["env.json"]
+    if not problems:
+        problems += schemas.consistency_problems(plan, results, {e.path for e in entries})
+        if plan["mode"] != mode:
+            problems.append(f"plan.json: mode is {plan['mode']}, but the bundle was asked for {mode}")
+        if plan["profile"]["key"] != profile.get("key"):
+            problems.append(f"plan.json: profile is {plan['profile']['key']}, but the bundle was asked for "
+                            f"{profile.get('key')}")
+    if problems:
+        raise CaptureInvalid(f"{capture_dir}: cannot be bundled: {problems[0]}", problems)
+    epoch = bundle_epoch(results, source_date_epoch)
+    meta = {
+        "stack": scrubber.scrub_json(stack)[0], "profile": scrubber.scrub_json(profile)[0],
+        "executor": scrubber.scrub_json(executor)[0],
+    }
+    run_id = hashlib.sha256(b"".join(doc_bytes[n] for n in DOCS) + dump_json(
+        [meta, mode, share, parent, __version__])).hexdigest()
+    name = "-".join((_slug(stack.get("name", "stack")), _slug(profile.get("key", "gpu")),
+                     time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch)), run_id[:10]))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / f"{name}.tgz"
+    fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            _write_tar(raw, name, epoch, compresslevel, entries, dirs, doc_bytes, scrubber, log, {
+                "format": FORMAT, "name": name, "reprokit": __version__,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)), "source_date_epoch": epoch,
+                "mode": mode, "suite": plan["suite"], **meta, "parent": parent,
+            }, share, results, env)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, final)
+    except BaseException:
+        # Whatever stopped us (a read error, a bug, Ctrl-C), no partial bundle stays behind.
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    return final
+
+
+def _write_tar(raw, name: str, epoch: int, level: int, entries: list[Entry], dirs: list[str], doc_bytes: dict,
+               scrubber: Scrubber, log: _Scrubbed, head: dict, share: bool, results: dict, env: dict) -> None:
+    files = []
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        tar.copybufsize = _COPY_BUFSIZE
+
+        def add(rel: str, data: bytes, role: str | None) -> None:
+            tar.addfile(_tarinfo(f"{name}/{rel}", epoch, len(data)), io.BytesIO(data))
+            if role is not None:
+                files.append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                              "role": role})
+
+        tar.addfile(_tarinfo(name, epoch, is_dir=True))
+        items = [(d, None) for d in dirs] + [(e.path, e) for e in entries]
+        for rel, entry in sorted(items, key=lambda it: it[0]):
+            if entry is None:
+                tar.addfile(_tarinfo(f"{name}/{rel}", epoch, is_dir=True))
+                continue
+            if rel in doc_bytes:
+                data = doc_bytes[rel]
+            else:
+                data = _read_scrubbed(entry, scrubber, log)
+            add(rel, data, entry.role)
+        manifest = dict(head)
+        manifest["redaction"] = {"marker": MARKER, "variables": sorted(log.variables | set(env.get("redacted", []))),
+                                 "files": sorted(log.secret_files)}
+        manifest["share"] = {"applied": share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
+                             "files": sorted(log.share_files), "binary_files": sorted(log.share_binary)}
+        add("README.md", readme.render(name, manifest=manifest, results=results, env=env).encode(), "readme")
+        manifest["content_sha256"] = hashlib.sha256("".join(
+            f"{f['sha256']}  {f['path']}\n" for f in files if f["role"] != "readme").encode()).hexdigest()
+        manifest["files"] = sorted(files, key=lambda f: f["path"])
+        problems = schemas.problems("manifest.json", manifest)
+        if problems:  # a bug of ours, or stack/profile/executor facts of the wrong shape
+            raise CaptureInvalid(f"the manifest for {name} breaks its schema: {problems[0]}", problems)
+        manifest_bytes = dump_json(manifest)
+        add("manifest.json", manifest_bytes, None)
+        sums = sorted([(f["path"], f["sha256"]) for f in files]
+                      + [("manifest.json", hashlib.sha256(manifest_bytes).hexdigest())])
+        add("SHA256SUMS", "".join(f"{h}  {p}\n" for p, h in sums).encode(), None)
+
+
+def _read_scrubbed(entry: Entry, scrubber: Scrubber, log: _Scrubbed) -> bytes:
+    try:
+        data = entry.source.read_bytes()
+    except OSError as e:
+        raise CaptureInvalid(f"{entry.path}: cannot be read: {e.strerror or e}") from None
+    if entry.role in _JSON_ROLES and entry.path.endswith(".json"):
+        try:
+            doc = json.loads(data)
+        except (ValueError, RecursionError):
+            doc = None
+        if doc is not None:
+            scrubbed, outcome = scrubber.scrub_json(doc)
+            log.note(entry.path, outcome, binary=False)
+            return dump_json(scrubbed) if outcome.secret or outcome.classes else data
+    binary = b"\0" in data
+    new, outcome = scrubber.scrub(data, binary=binary, shapes=entry.role not in _NO_SHAPE_ROLES)
+    log.note(entry.path, outcome, binary)
+    return new
