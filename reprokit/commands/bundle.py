@@ -1,0 +1,67 @@
+"""`reprokit bundle`: pack an existing capture folder into a bundle and print its path."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from reprokit.bundle.writer import write_bundle
+from reprokit.errors import CaptureInvalid, UsageError
+
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "bundle", help="pack a capture folder into a verifiable .tgz bundle",
+        description="Pack a capture folder (see docs/capture-format.md) into "
+                    "<out>/<stack>-<gpu>-<UTC time>-<hash>.tgz with a manifest, SHA256SUMS and a README. "
+                    "Secrets are redacted; --share also removes host name, user, home paths and GPU ids. "
+                    "The bundle's time (and so its name and bytes) comes from SOURCE_DATE_EPOCH when set, "
+                    "else from when the capture finished.",
+        epilog="example: reprokit bundle /tmp/cap --out bundles --share",
+    )
+    p.add_argument("capture", type=Path, metavar="CAPTURE_DIR", help="a capture folder")
+    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundle (default bundles/)")
+    p.add_argument("--share", action="store_true",
+                   help="also replace host name, user name, home paths and GPU serials/UUIDs in every file")
+    p.add_argument("--parent", default=None, metavar="SHA256|BUNDLE",
+                   help="the bundle this capture replays: its sha256, or the .tgz itself")
+    p.add_argument("--executor", default="unknown", metavar="NAME",
+                   help="where the capture ran (docker, venv, local), for the manifest (default: unknown)")
+    p.set_defaults(func=run)
+
+
+def parent_sha256(value: str | None) -> str | None:
+    """A parent given as a sha256 or as the parent bundle's file."""
+    if value is None:
+        return None
+    if _SHA256.match(value):
+        return value.lower()
+    path = Path(value)
+    if not path.is_file():
+        raise UsageError(f"--parent {value!r} is neither a sha256 nor a bundle file")
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run(args) -> int:
+    plan_path = args.capture / "plan.json"
+    try:
+        plan = json.loads(plan_path.read_bytes())
+    except FileNotFoundError:
+        raise UsageError(f"{args.capture}: no plan.json; not a capture folder") from None
+    except (OSError, ValueError) as e:
+        raise CaptureInvalid(f"{plan_path}: unreadable: {e}") from None
+    if not isinstance(plan, dict) or not all(isinstance(plan.get(k), (dict, str)) for k in ("stack", "profile", "mode")):
+        raise CaptureInvalid(f"{plan_path}: lacks stack, profile or mode")
+    path = write_bundle(args.capture, args.out, stack=plan["stack"], profile=plan["profile"],
+                        executor={"name": args.executor}, mode=plan["mode"], share=args.share,
+                        parent=parent_sha256(args.parent))
+    print(path)
+    return 0
