@@ -109,7 +109,7 @@ def select(cases: list[dict], only: str | None) -> list[dict]:
 
 
 def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", only: str | None = None,
-               timeout_s: float | None = None, suite: dict | None = None) -> dict:
+               timeout_s: float | None = None, suite: dict | None = None, sass: bool = True) -> dict:
     suite = suite or load_suite()
     meta = suite.get("suite", {})
     default_timeout = timeout_s or meta.get("timeout_s", 300)
@@ -126,7 +126,7 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
             "gated_by": c.get("gated_by"), "timeout_s": float(timeout_s or c.get("timeout_s", default_timeout)),
         })
     return {"format": PLAN_FORMAT, "suite": meta.get("name", "tma-controls"), "mode": mode,
-            "profile": profile.to_dict(), "stack": stack, "problem": dict(meta.get("problem", {})),
+            "profile": profile.to_dict(), "stack": stack, "problem": dict(meta.get("problem", {})), "sass": sass,
             "timeout_s": float(default_timeout), "cases": cases}
 
 

@@ -35,10 +35,14 @@ def main(argv=None) -> int:
 
     log(f"harness: {len(plan['cases'])} cases for {plan['profile']['key']} ({plan['profile']['arch']}), "
         f"{args.workers} worker(s), mode {plan.get('mode', 'compile-only')}")
-    pid = _fork_snapshot(args.out, plan.get("mode") == "gpu")
-    results = runner.run_plan(plan, os.path.abspath(args.kernels), args.out, workers=args.workers, log=log)
+    pid = _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
+    # Kernels load by a path relative to their parent folder, so the source locations Triton
+    # writes into every IR level read `kernels/<file>` on any host, container or venv.
+    out, kernels = os.path.abspath(args.out), os.path.abspath(args.kernels)
+    os.chdir(os.path.dirname(kernels))
+    results = runner.run_plan(plan, os.path.basename(kernels), out, workers=args.workers, log=log)
     _, status = os.waitpid(pid, 0)
-    if not os.path.exists(os.path.join(args.out, "env.json")):
+    if not os.path.exists(os.path.join(out, "env.json")):
         log(f"harness: environment snapshot failed (status {status}); see logs/envsnap.log")
         return 4
     counts = {}

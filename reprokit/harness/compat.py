@@ -6,6 +6,7 @@ comparing version numbers, so releases we have not seen keep working where their
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
@@ -126,3 +127,39 @@ def tool_version(path: str | None) -> str | None:
         return None
     m = _VERSION_RE.search(out)
     return m.group(1) if m else (out.strip().splitlines()[-1] if out.strip() else None)
+
+
+def warm_up(capability: int) -> list:
+    """Do once, before the runner forks, the set-up that every first compile in a process repeats.
+
+    Only pure-Python work is done here (hashing libtriton for the cache key, importing the code
+    generator and backend, asking ptxas its version): no MLIR context is created, so no compiler
+    threads exist when the process forks. Returns what was warmed, for the log.
+    """
+    import functools
+
+    warmed = []
+    importlib.import_module("triton.compiler.code_generator")
+    for mod_name in ("triton.runtime.cache", "triton.compiler.compiler"):
+        key = getattr(importlib.import_module(mod_name), "triton_key", None)
+        if key is not None:
+            key()
+            warmed.append(f"{mod_name}.triton_key")
+            break
+    from triton.compiler import compiler as cc
+
+    if hasattr(cc, "make_backend"):
+        cc.make_backend(gpu_target(capability))
+        warmed.append("backend")
+    nv = importlib.import_module("triton.backends.nvidia.compiler")
+    get = getattr(nv, "get_ptxas_version", None)
+    if get is not None:
+        params = inspect.signature(get).parameters
+        get(capability) if params else get()
+        warmed.append("ptxas version")
+    for name in ("ptxas", "ptxas-blackwell"):
+        tool_version(tool_path(name))
+    return warmed
+
+
+tool_version = functools.lru_cache(maxsize=None)(tool_version)

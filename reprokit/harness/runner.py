@@ -184,6 +184,12 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     """Run every case of the plan; write results.json and summary.tsv under out_dir; return results."""
     import triton  # imported once here so that every forked case starts with it loaded
 
+    from reprokit.harness import compat
+
+    t_warm = time.perf_counter()
+    warmed = compat.warm_up(plan["profile"]["capability"])
+    log(f"warm-up before forking ({', '.join(warmed)}): {time.perf_counter() - t_warm:.2f} s")
+
     cases_root = os.path.join(out_dir, "cases")
     os.makedirs(cases_root, exist_ok=True)
     scratch_root = tempfile.mkdtemp(prefix="reprokit-cases-")
@@ -200,6 +206,12 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         while pending or running:
             while pending and len(running) < max(1, workers):
                 job = pending.pop()
+                reason = compat.missing_requirement(job.case.get("requires", []))
+                if reason:  # an attribute lookup: no process needed to say a release lacks an API
+                    records[job.case["id"]] = {"id": job.case["id"], "status": "unsupported", "error": reason,
+                                               "artifacts": {}, "exit_code": None, "signal": None, "wall_s": 0.0}
+                    log(f"{job.case['id']}: unsupported")
+                    continue
                 os.makedirs(job.scratch, exist_ok=True)
                 _start(job, plan, kernels_dir)
                 running[job.pid] = job

@@ -1,0 +1,82 @@
+"""Shared fixtures: pinned Triton stacks in cached venvs, and captures made in them.
+
+Tests marked `triton` build the stacks they need with the real venv executor (pip install of the
+pinned Triton wheel, cached under $REPROKIT_CACHE). Without a package registry they skip, or
+fail when REPROKIT_REQUIRE_TRITON=1 (as .ci/run sets).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import pytest
+
+from reprokit.capture import capture
+from reprokit.config import load_config
+from reprokit.errors import ExecutorError
+from reprokit.suite import build_plan
+
+ALL_STACKS = ("triton-3.0-cu129", "triton-3.5-cu130", "triton-3.6-cu130")
+
+
+@pytest.fixture(scope="session")
+def config():
+    return load_config()
+
+
+@pytest.fixture(scope="session")
+def venv_executor():
+    from reprokit.executors.venv import VenvExecutor
+
+    return VenvExecutor(log=lambda msg: None)
+
+
+@pytest.fixture(scope="session")
+def stack_ready(config, venv_executor):
+    """stack name -> Stack, with its venv built (once per session)."""
+    done = {}
+
+    def get(name: str):
+        if name not in done:
+            stack = config.stack(name)
+            try:
+                venv_executor.prepare(stack)
+            except ExecutorError as e:
+                if os.environ.get("REPROKIT_REQUIRE_TRITON") == "1":
+                    pytest.fail(f"REPROKIT_REQUIRE_TRITON=1 but {e}", pytrace=False)
+                pytest.skip(str(e))
+            done[name] = stack
+        return done[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def captured(tmp_path_factory, config, venv_executor, stack_ready):
+    """(stack, gpu, cases glob) -> Capture, made once per session with 2 workers."""
+    cache = {}
+
+    def get(stack: str, gpu: str = "h100", cases: str | None = None, edit=None, key: str = ""):
+        k = (stack, gpu, cases, key)
+        if k not in cache:
+            s = stack_ready(stack)
+            profile = config.gpu(gpu)
+            plan = build_plan(profile, {"name": s.name, **s.pins()}, only=cases)
+            if edit:
+                plan = edit(copy.deepcopy(plan))
+            out = tmp_path_factory.mktemp("cap") / f"{stack}-{gpu}"
+            cache[k] = capture(s, profile, out, venv_executor, workers=2, plan=plan)
+        return cache[k]
+
+    return get
+
+
+def by_id(cap) -> dict:
+    return {c["id"]: c for c in cap.results["cases"]}
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]

@@ -1,0 +1,101 @@
+"""Suite expansion into plans, stacks.toml loading, and the mode a run takes for a host's GPUs."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprokit import suite as suite_mod
+from reprokit.config import load_config
+from reprokit.errors import ConfigError, GpuMismatchError, UsageError
+from reprokit.gpu import HostGpu, choose_mode
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config()
+
+
+def test_profiles_are_complete(cfg):
+    assert {"h100", "h200", "b200", "rtx5090", "gb10"} <= set(cfg.gpus)
+    assert cfg.gpu("h100").arch == "sm_90" and cfg.gpu("b200").arch == "sm_100"
+    assert cfg.gpu("rtx5090").capability == 120 and cfg.gpu("gb10").capability == 121
+    assert cfg.gpu("h100").smem_per_block == 232448
+    for g in cfg.gpus.values():
+        assert g.sm_count > 0 and g.mem_bandwidth_gbs > 0 and g.fp16_tflops > 0
+
+
+def test_unknown_profile_and_stack_name_the_known_ones(cfg):
+    with pytest.raises(UsageError, match="unknown GPU profile 'a100'.*h100"):
+        cfg.gpu("a100")
+    with pytest.raises(UsageError, match="unknown stack"):
+        cfg.select_stacks("triton-3.0-cu129,nope")
+
+
+def test_stack_spec_hash_changes_with_pins(cfg):
+    s = cfg.stack("triton-3.5-cu130")
+    assert s.spec_hash() == s.spec_hash() and s.spec_hash("Dockerfile v1") != s.spec_hash("Dockerfile v2")
+
+
+def test_broken_stacks_toml_is_a_config_error(tmp_path):
+    bad = tmp_path / "stacks.toml"
+    bad.write_text("[stacks.x]\ntriton = \n")
+    with pytest.raises(ConfigError, match="stacks.toml"):
+        load_config(bad)
+    bad.write_text('[stacks.x]\ntorch = "2.4"\n[gpus.h]\nname="x"\n')
+    with pytest.raises(ConfigError, match="no 'triton' pin"):
+        load_config(bad)
+
+
+def test_suite_has_every_family_and_control():
+    cases = suite_mod.expand_cases(suite_mod.load_suite())
+    fams = {"block_ptr", "experimental_descriptor", "tensor_descriptor", "host_descriptor"}
+    for fam in fams:
+        got = {c["control"] for c in cases if c["family"] == fam}
+        assert {"P0", "P1", "P2"} <= got, fam
+    gemms = [c for c in cases if c["control"] == "gemm"]
+    shapes = {(c["constexprs"]["BM"], c["constexprs"]["BN"], c["constexprs"]["BK"], c["num_warps"], c["num_stages"])
+              for c in gemms}
+    assert {(64, 64, 32, 4, 1), (128, 128, 128, 16, 4), (256, 128, 128, 16, 4), (128, 256, 64, 8, 3)} <= shapes
+    assert all(c["expect"] in ("tma", "no-tma") for c in cases)
+    assert all(c["expect"] == "no-tma" for c in cases if c["control"] == "P1")
+    p0 = next(c for c in cases if c["id"] == "block_ptr.p0")
+    assert p0["constexprs"] == {"BM": 128, "BN": 128} and p0["num_warps"] == 8 and p0["num_stages"] == 4
+
+
+def test_plan_selection_pulls_in_gates(cfg):
+    plan = suite_mod.build_plan(cfg.gpu("h100"), {"name": "x", "triton": "3.6.0"}, only="block_ptr.p2")
+    assert [c["id"] for c in plan["cases"]] == ["block_ptr.p0", "block_ptr.p2"]
+    assert plan["profile"]["smem_per_block"] == 232448 and plan["format"] == suite_mod.PLAN_FORMAT
+    with pytest.raises(UsageError, match="matches no case"):
+        suite_mod.build_plan(cfg.gpu("h100"), {"name": "x"}, only="nothing*")
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda s: s["cases"].append(dict(s["cases"][0])), "duplicate case id"),
+    (lambda s: s["cases"][0].update(id="Bad Id"), "must match"),
+    (lambda s: s["cases"][0].update(expect="maybe"), "expect 'maybe'"),
+    (lambda s: s["cases"][0].update(family="nope"), "unknown family"),
+    (lambda s: s["cases"][2].update(gated_by="ghost.p0"), "unknown case 'ghost.p0'"),
+    (lambda s: s["cases"][0].update(control="P9"), "control 'P9'"),
+])
+def test_malformed_suite_is_refused(mutate, message):
+    s = suite_mod.load_suite()
+    mutate(s)
+    with pytest.raises(ConfigError, match=message):
+        suite_mod.expand_cases(s)
+
+
+def test_mode_without_gpu_is_compile_only_and_said_once(cfg):
+    said = []
+    assert choose_mode(cfg.gpu("h100"), "auto", gpus=[], why_none="NVML is not available", say=said.append) == "compile-only"
+    assert len(said) == 1 and "compile-only" in said[0] and "sm_90" in said[0]
+
+
+def test_mode_on_matching_and_other_gpus(cfg):
+    h100 = [HostGpu(0, "NVIDIA H100 80GB HBM3", 90)]
+    assert choose_mode(cfg.gpu("h200"), "auto", gpus=h100) == "gpu"  # same sm_90 target
+    with pytest.raises(GpuMismatchError, match="not a b200"):
+        choose_mode(cfg.gpu("b200"), "auto", gpus=h100)
+    with pytest.raises(GpuMismatchError, match="no GPU"):
+        choose_mode(cfg.gpu("h100"), "gpu", gpus=[], why_none="x")
+    assert choose_mode(cfg.gpu("b200"), "compile-only", gpus=h100) == "compile-only"
