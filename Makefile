@@ -17,7 +17,7 @@ RK := $(VENV)/bin/reprokit
 export REPROKIT_BASE_IMAGE := $(BASE_IMAGE)
 export REPROKIT_WITH_TORCH := $(WITH_TORCH)
 
-.PHONY: bundle capture replay verify show images test test-unit bench-capture help
+.PHONY: bundle capture replay verify show images test test-unit bench-capture bench-stacks help
 
 help:
 	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
@@ -46,3 +46,9 @@ test-unit: $(VENV)/.installed
 
 bench-capture: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_capture.py --gpu $(GPU)
+
+# Docker executor cost over local for the same suite on a warm image (target <= 1.15x), e.g.
+#   make bench-stacks BASE_IMAGE=reprokit-base:bookworm WITH_TORCH=0
+BENCH_STACK ?= triton-3.5-cu130
+bench-stacks: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_stacks.py --stack $(BENCH_STACK) --gpu $(GPU) --workers $(WORKERS)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.config import load_config, project_root
+from reprokit.capture import capture
+from reprokit.config import project_root
 
 BASE_IMAGE = os.environ.get("REPROKIT_BASE_IMAGE") or "reprokit-base:bookworm"
 # The stacks the docker tests build: compile-only on the offline base, through the real Dockerfile.
@@ -69,11 +70,6 @@ def base_image() -> str:
 
 
 @pytest.fixture(scope="session")
-def config():
-    return load_config()
-
-
-@pytest.fixture(scope="session")
 def docker_executor(base_image):
     """One executor for the session: compile-only stacks on the offline base."""
     from reprokit.executors.docker import DockerExecutor
@@ -94,6 +90,15 @@ def stack_images(docker_executor, config) -> dict[str, dict]:
     return facts
 
 
-@pytest.fixture
-def tmp_out(tmp_path: Path) -> Path:
-    return tmp_path / "out"
+@pytest.fixture(scope="session")
+def docker_captured(tmp_path_factory, stack_images, docker_executor, config):
+    """stack name -> Capture of the whole suite (h100, compile-only, 2 workers) in its image, made once."""
+    done = {}
+
+    def get(name: str):
+        if name not in done:
+            out = tmp_path_factory.mktemp("docker-cap") / name
+            done[name] = capture(config.stack(name), config.gpu("h100"), out, docker_executor, workers=2)
+        return done[name]
+
+    return get

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.capture import capture
 from reprokit.config import PACKAGE_DIR, project_root
 
 pytestmark = pytest.mark.docker
@@ -50,10 +49,11 @@ def test_tag_changes_with_dockerfile_and_build_args(docker_executor, config, tmp
     assert DockerExecutor(root, base_image=base_image, with_torch=False).image_tag(stack) != tag
 
 
-def test_capture_in_stack_image(docker_stack, stack_images, docker_executor, config, tmp_out):
+def test_capture_in_stack_image(docker_stack, docker_captured, stack_images, docker_executor, config):
     name = docker_stack
     stack = config.stack(name)
-    cap = capture(stack, config.gpu("h100"), tmp_out, docker_executor, workers=2)
+    cap = docker_captured(name)
+    tmp_out = cap.out_dir
     assert cap.run.ok, cap.run.log_tail
     env = json.loads((tmp_out / "env.json").read_text())
     assert env["packages"]["triton"]["version"] == stack.triton  # the image's Triton, not the host's
@@ -77,6 +77,16 @@ def test_capture_in_stack_image(docker_stack, stack_images, docker_executor, con
     assert {m["target"]: m["read_only"] for m in rt["mounts"]} == {
         "/opt/reprokit/reprokit": True, "/in/plan.json": True, "/in/kernels": True, "/out": False}
     assert docker_executor.containers() == []
+
+
+@pytest.mark.triton
+def test_verdicts_equal_those_in_venvs(docker_stack, docker_captured, captured):
+    """The same pins in a container and in a host venv: the same statuses, verdicts and TMA counts."""
+    def digest(cap):
+        return {c["id"]: (c["status"], c["verdict"], c.get("met"), c.get("tma")) for c in cap.results["cases"]}
+
+    in_docker, in_venv = digest(docker_captured(docker_stack)), digest(captured(docker_stack))
+    assert in_docker == in_venv
 
 
 def test_second_prepare_reuses_image(stack_images, base_image, config, monkeypatch):
