@@ -62,6 +62,7 @@ def secret_values(*environments: dict) -> dict[str, set[str]]:
 
 def _needle_forms(value: str) -> set[bytes]:
     """The value as it may appear in a file: raw, JSON- and repr-escaped, and line by line."""
+    value = value.strip()
     forms = {esc(value) for esc in _ESCAPES}
     forms |= {line.strip() for line in value.splitlines() if len(line.strip()) >= 16}
     return {f.encode("utf-8", "surrogateescape") for f in forms if len(f) >= _MIN_SECRET_LEN}
@@ -89,6 +90,10 @@ class HostFacts:
             pass
         env_vars = env_doc.get("env_vars") or {}
         homes = {environ.get("HOME"), os.path.expanduser("~"), env_vars.get("HOME")}
+        # Paths inside the stack (/home/<user>/...) name the user the stack ran as.
+        for m in _HOME_RE.finditer(json.dumps(env_doc).encode()):
+            homes.add(m.group(0).decode())
+        users |= {h.rstrip("/").rsplit("/", 1)[-1] for h in homes if h and h.startswith(("/home/", "/Users/"))}
         uuids, serials = set(), set()
         _collect_gpu_ids(env_doc.get("gpu"), uuids, serials)
         return cls(
