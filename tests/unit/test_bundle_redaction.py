@@ -1,0 +1,166 @@
+"""Nothing secret leaves in a bundle, whatever its shape or wherever it landed in the capture;
+`--share` also removes who and where it ran."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from reprokit.bundle.reader import open_bundle, verify
+from reprokit.harness.redact import MARKER, is_secret_name, looks_secret_value, redact_env
+from tests.helpers.bundle_tools import decompressed, make_bundle, members
+
+PEM_BODY = ["MIIEowIBAAKCAQEAvq3yTn8QpFakeKeyMaterialLine1AbCdEfGhIjKlMnOpQr",
+            "StUvWxYz0123456789FakeKeyMaterialLine2+/AbCdEfGhIjKlMnOpQrStUv",
+            "WxYzFakeKeyMaterialLine3ZZZZ0123456789abcdefABCDEF=="]
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END RSA PRIVATE KEY-----\n"
+GHP = "ghp_" + "R4nd0mT0kenV4lue1234567890abcdEFGHIJ"
+SECRETS = {
+    "FOO_TOKEN": "tok-3f9a8b7c6d5e4f30a1b2",                                   # secret by name
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "DB_PASSWORD": "correct-Horse-battery-9",
+    "DATABASE_URL": "postgres://admin:s3cr3tPassw0rd@db.internal:5432/results",  # user:password in a URL
+    "DEPLOY_SIGNING": PEM,                                                       # private key, innocent name
+    "INNOCENT_SETTING": GHP,                                                     # token shape, innocent name
+    "SESSION_COOKIE": "sid=9a8b7c6d5e4f3a2b1c0d",
+}
+# What must not appear anywhere: whole values, and the telling parts of the multi-line one.
+NEEDLES = [v for v in SECRETS.values() if "\n" not in v] + PEM_BODY + ["s3cr3tPassw0rd", "hostonly-5e4f3a2b1c"]
+
+
+@pytest.fixture(scope="module")
+def secret_bundle(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HOST_ONLY_TOKEN", "hostonly-5e4f3a2b1c")     # on the host, never in env.json
+    tmp = tmp_path_factory.mktemp("secrets")
+    leaks = (
+        f"06:00:01 env dump: {json.dumps(SECRETS)}\n"
+        f"06:00:01 env repr: {SECRETS!r}\n"
+        f"06:00:02 pip index https://admin:s3cr3tPassw0rd@db.internal/simple\n"
+        f"06:00:02 token in use {GHP} and host token hostonly-5e4f3a2b1c\n"
+        f"06:00:03 key follows\n{PEM}"
+    )
+    try:
+        path = make_bundle(tmp, env_vars=SECRETS, harness_log_extra=leaks)
+    finally:
+        mp.undo()
+    cap = tmp / "capture"
+    return path, cap
+
+
+def test_no_secret_byte_survives_anywhere(secret_bundle):
+    path, cap = secret_bundle
+    # The planted values really were in the capture, in env.json and in the log.
+    assert GHP in (cap / "env.json").read_text() and "s3cr3tPassw0rd" in (cap / "logs/harness.log").read_text()
+    blob = decompressed(path) + path.read_bytes()
+    for needle in NEEDLES:
+        assert needle.encode() not in blob, needle
+        assert json.dumps(needle)[1:-1].encode() not in blob, needle
+    assert b"PRIVATE KEY" not in blob.replace(b"-----BEGIN RSA PRIVATE KEY-----", b"")  # no key body left
+
+
+def test_redacted_names_listed_never_values(secret_bundle):
+    path, _ = secret_bundle
+    assert verify(path) == []
+    b = open_bundle(path)
+    red = b.manifest["redaction"]
+    assert set(SECRETS) | {"HOST_ONLY_TOKEN"} <= set(red["variables"])
+    assert "logs/harness.log" in red["files"]
+    assert all(b.env["env_vars"][k] == MARKER for k in SECRETS)
+    assert set(SECRETS) <= set(b.env["redacted"])
+    assert b.env["env_vars"]["CUDA_VISIBLE_DEVICES"] == "0"            # ordinary values stay
+    log = b.read_text("logs/harness.log")
+    assert "postgres://admin:" not in log and "https://<redacted>@db.internal/simple" in log
+
+
+def test_binary_files_keep_their_length(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOST_TOKEN", "Zq8Pw3Lm5Nx7Rv2Ts4")
+    cap_kwargs = dict(env_vars={"GH_TOKEN": "Zq8Pw3Lm5Nx7Rv2Ts4"})
+    path = make_bundle(tmp_path, **cap_kwargs)
+    cubin = tmp_path / "capture/cases/tensor_descriptor.p0/kernel.cubin"
+    data = cubin.read_bytes()
+    _, files = members(path)
+    assert len(files["cases/tensor_descriptor.p0/kernel.cubin"]) == len(data)
+    # Planting the secret inside a cubin: it is overwritten in place, same length.
+    cubin.write_bytes(data[:100] + b"Zq8Pw3Lm5Nx7Rv2Ts4" + data[118:])
+    from reprokit.bundle.writer import write_bundle
+    from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK
+    again = write_bundle(tmp_path / "capture", tmp_path / "again", stack=STACK, profile=PROFILE_H100,
+                         executor=EXECUTOR, mode="compile-only")
+    _, files = members(again)
+    out = files["cases/tensor_descriptor.p0/kernel.cubin"]
+    assert len(out) == len(data) and b"Zq8Pw3Lm5Nx7Rv2Ts4" not in out
+    assert out[:100] == data[:100] and out[118:] == data[118:]
+
+
+SHARE = {"hostname": "gpu-node-17.lab.example", "user": "kowalski", "home": "/home/kowalski",
+         "uuid": "GPU-8f3e2d1c-aaaa-bbbb-cccc-0123456789ab", "serial": "1652823049871"}
+
+
+def _share_bundle(tmp_path, monkeypatch, share: bool):
+    monkeypatch.setenv("USER", SHARE["user"])
+    monkeypatch.setenv("LOGNAME", SHARE["user"])
+    monkeypatch.setenv("HOME", SHARE["home"])
+    monkeypatch.setattr(socket, "gethostname", lambda: SHARE["hostname"])
+    return make_bundle(tmp_path, share=share, hostname="c0ffee123456", home=SHARE["home"],
+                       gpu_uuid=SHARE["uuid"], gpu_serial=SHARE["serial"],
+                       harness_log_extra=f"06:00:05 on {SHARE['hostname']} (gpu-node-17) user {SHARE['user']}\n"
+                                         f"06:00:05 GPU-11112222-3333-4444-5555-666677778888 also seen\n")
+
+
+def test_share_mode_removes_host_identity_everywhere(tmp_path, monkeypatch):
+    plain = _share_bundle(tmp_path / "plain", monkeypatch, share=False)
+    shared = _share_bundle(tmp_path / "shared", monkeypatch, share=True)
+    identity = [SHARE["hostname"], "gpu-node-17", SHARE["user"], SHARE["home"], SHARE["uuid"], SHARE["serial"],
+                "c0ffee123456", "GPU-11112222-3333-4444-5555-666677778888"]
+    before = decompressed(plain)
+    assert all(x.encode() in before for x in identity)      # the test plants what it then looks for
+    after = decompressed(shared)
+    for x in identity:
+        assert x.encode() not in after, x
+    assert verify(shared) == []
+    b = open_bundle(shared)
+    share = b.manifest["share"]
+    assert share["applied"] is True
+    assert set(share["classes"]) == {"hostname", "user", "home", "gpu-uuid", "gpu-serial"}
+    assert "cases/tensor_descriptor.p0/kernel.cubin" in share["binary_files"]
+    assert {"cases/tensor_descriptor.p0/kernel.ttgir", "cases/tensor_descriptor.p0/kernel.ptx",
+            "logs/harness.log", "env.json"} <= set(share["files"])
+    assert "<home>/src/kernels/copy_tensor_descriptor.py" in b.read_text("cases/tensor_descriptor.p0/kernel.ttgir")
+    assert b.env["os"]["hostname"] == "<host>"
+    # Words the bundle needs are never taken for host names.
+    assert b.manifest["profile"]["key"] == "h100" and b.results["cases"][0]["id"] == "block_ptr.p0"
+    assert "Shared mode" in b.read_text("README.md")
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("HF_TOKEN", True), ("GITHUB_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("DB_PASSWORD", True),
+    ("MYSQL_PASSWD", True), ("DB_PASS", True), ("OPENAI_API_KEY", True), ("APIKEY", True), ("NPM_AUTH", True),
+    ("AUTHORIZATION", True), ("SESSION_COOKIE", True), ("GOOGLE_CREDENTIALS", True), ("ssh_private", True),
+    ("PATH", False), ("PWD", False), ("OLDPWD", False), ("HOME", False), ("TRITON_CACHE_DIR", False),
+    ("CUDA_VISIBLE_DEVICES", False), ("TOKENIZERS_PARALLELISM", False), ("PYTHONPATH", False),
+    ("TRITON_KERNEL_DUMP", False), ("LD_LIBRARY_PATH", False),
+])
+def test_secret_names(name, secret):
+    assert is_secret_name(name) is secret
+
+
+@pytest.mark.parametrize("value, secret", [
+    (PEM, True), ("https://user:pa55@example.com/x", True), (GHP, True), ("github_pat_" + "a1B2" * 10, True),
+    ("AKIAIOSFODNN7EXAMPLE", True), ("xoxb-1234567890-abcdefghij", True), ("hf_" + "aB3" * 12, True),
+    ("Bearer abcdefghijklmnop1234", True), ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.c2lnbmF0dXJlLXZhbHVl", True),
+    ("https://example.com/simple", False), ("/home/alice/.triton/cache", False), ("0", False), ("sm_90a", False),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global", False), ("user@example.com", False),
+])
+def test_secret_values(value, secret):
+    assert looks_secret_value(value) is secret
+
+
+def test_redact_env_is_idempotent():
+    env = {"A": "1", "FOO_TOKEN": "x", "URL": "https://u:p@h/", "DONE": MARKER}
+    once, names = redact_env(env)
+    assert once == {"A": "1", "FOO_TOKEN": MARKER, "URL": MARKER, "DONE": MARKER}
+    assert names == ["DONE", "FOO_TOKEN", "URL"]
+    assert redact_env(once) == (once, names)
