@@ -243,6 +243,9 @@ def _scan(path: Path, limits: Limits, keep: Callable[[str], bool], write_to: Pat
             with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
                 stream = _CountingStream(gz, limits.max_bundle_bytes)
                 _walk(stream, scan, limits, keep, write_to)
+                if scan.refused:
+                    raise BundleRefused(scan.refused[0], scan.refused)
+                stream.fence = stream.limit  # past the tar end only the bundle limit applies
                 trailing = 0
                 while True:  # to the end of the gzip stream: its CRC, and nothing hidden after the tar
                     chunk = stream.read(_CHUNK)
@@ -262,8 +265,6 @@ def _scan(path: Path, limits: Limits, keep: Callable[[str], bool], write_to: Pat
             raise BundleUnusable(f"{path}: cannot be read: {e.strerror or e}") from None
     if trailing:
         scan.problems.append(f"{trailing} bytes of data after the end of the tar archive")
-    if scan.refused:
-        raise BundleRefused(scan.refused[0], scan.refused)
     if scan.root is None:
         raise BundleUnusable(f"{path}: an empty archive, not a bundle")
     scan.sha256 = raw.sha.hexdigest()
