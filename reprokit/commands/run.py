@@ -19,6 +19,20 @@ _STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "re
           "timeout": "red", "unsupported": "dim", "inconclusive": "magenta", "failed": "red"}
 
 
+def print_grid(outcomes, title: str) -> None:
+    """The case-by-stack verdict table, then one line per stack: its bundle or why it failed."""
+    names, rows = grid(outcomes)
+    t = Table(title=title)
+    t.add_column("case", no_wrap=True)
+    for n in names:
+        t.add_column(n)
+    for cid, cells in rows:
+        t.add_row(cid, *[f"[{_STYLE.get(c.split()[0], 'white')}]{c}[/]" for c in cells])
+    console().print(t)
+    for o in outcomes:
+        say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "run", help="run the suite on every chosen stack and write one bundle per stack",
@@ -57,14 +71,5 @@ def run(args) -> int:
             {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error} for o in outcomes]},
             indent=1))
     else:
-        names, rows = grid(outcomes)
-        t = Table(title=f"TMA verdicts on {profile.key} ({profile.arch}), {mode}, executor {executor.name}")
-        t.add_column("case", no_wrap=True)
-        for n in names:
-            t.add_column(n)
-        for cid, cells in rows:
-            t.add_row(cid, *[f"[{_STYLE.get(c.split()[0], 'white')}]{c}[/]" for c in cells])
-        console().print(t)
-        for o in outcomes:
-            say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
+        print_grid(outcomes, f"TMA verdicts on {profile.key} ({profile.arch}), {mode}, executor {executor.name}")
     return 0 if all(o.ok for o in outcomes) else 3

@@ -1,0 +1,76 @@
+"""`reprokit replay BUNDLE`: rerun a bundle's own plan and kernel sources, on its own stack or on
+others, writing new bundles that name it as their parent."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from reprokit.bundle.reader import open_bundle
+from reprokit.commands._common import EXECUTORS, check_workers, say
+from reprokit.commands.run import print_grid
+from reprokit.config import GpuProfile, Stack, load_config
+from reprokit.errors import UsageError
+from reprokit.executors import local_stack, make_executor
+from reprokit.gpu import choose_mode
+from reprokit.runs import run_stacks
+
+_STACK_FIELDS = ("triton", "torch", "torch_index", "cuda", "python", "base_image", "dockerfile")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "replay", help="rerun a bundle's own plan and kernels on its stack or on others",
+        description="Verify BUNDLE, then run the plan.json and kernels/ it carries (never today's suite) on the "
+                    "bundle's own stack pins, or on --stacks from stacks.toml to compare versions. Each run "
+                    "writes a new bundle whose manifest names BUNDLE's sha256 as its parent.",
+        epilog="example: reprokit replay bundles/triton-3.0-cu129-h100-X.tgz --stacks triton-3.5-cu130 --executor venv",
+    )
+    p.add_argument("bundle", type=Path)
+    p.add_argument("--stacks", default=None, help="stacks from stacks.toml to replay on (default: the bundle's own)")
+    p.add_argument("--executor", choices=EXECUTORS, default="auto")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", type=Path, default=Path("bundles"))
+    p.add_argument("--share", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _bundle_stack(manifest: dict) -> Stack:
+    pins = manifest.get("stack") or {}
+    if "name" not in pins or "triton" not in pins:
+        raise UsageError("the bundle's manifest names no stack with a triton pin; pass --stacks")
+    return Stack(name=pins["name"], **{k: pins[k] for k in _STACK_FIELDS if k in pins})
+
+
+def run(args) -> int:
+    workers = check_workers(args.workers)
+    bundle = open_bundle(args.bundle, keep=lambda rel: rel.startswith("kernels/"))
+    plan = bundle.plan
+    profile = GpuProfile(**{k: plan["profile"][k] for k in ("key", "name", "capability", "sm_count",
+                                                           "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops")})
+    if args.stacks:
+        stacks = load_config().select_stacks(args.stacks)
+    elif args.executor == "local":
+        stacks = [local_stack()]
+    else:
+        stacks = [_bundle_stack(bundle.manifest)]
+    mode = choose_mode(profile, "compile-only" if plan.get("mode") == "compile-only" else "auto", say=say)
+    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)
+    with tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
+        kernels = Path(tmp) / "kernels"
+        kernels.mkdir()
+        for rel in bundle.data:
+            if rel.startswith("kernels/") and "/" not in rel[len("kernels/"):]:
+                (kernels / rel[len("kernels/"):]).write_bytes(bundle.read(rel))
+        outcomes = run_stacks(stacks, profile, executor, args.out, workers=workers, mode=mode,
+                              share=args.share, parent=bundle.sha256, plan={**plan, "mode": mode},
+                              kernels=kernels)
+    if args.json:
+        print(json.dumps({"parent": bundle.sha256, "stacks": [
+            {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error} for o in outcomes]},
+            indent=1))
+    else:
+        print_grid(outcomes, f"replay of {bundle.name} on {profile.key}, {mode}, executor {executor.name}")
+    return 0 if all(o.ok for o in outcomes) else 3
