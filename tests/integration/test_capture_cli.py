@@ -1,0 +1,81 @@
+"""The capture verb's edges: the local executor, bad input, and a harness that dies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reprokit.capture import capture
+from reprokit.errors import HarnessError
+from reprokit.executors import RunResult
+from reprokit.executors.local import LocalExecutor
+from reprokit.suite import build_plan
+from tests.conftest import by_id
+
+
+def reprokit(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "reprokit", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--gpu", "a100"], "unknown GPU profile 'a100'"),
+    (["--gpu", "h100", "--workers", "0"], "--workers must be at least 1"),
+    (["--gpu", "h100", "--executor", "venv"], "--stack is required with --executor venv"),
+    (["--gpu", "h100", "--executor", "venv", "--stack", "nope"], "unknown stack 'nope'"),
+    (["--gpu", "h100", "--cases", "zzz*", "--executor", "venv", "--stack", "triton-3.6-cu130"],
+     "matches no case"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, repo_root, args, message):
+    out = tmp_path / "cap"
+    p = reprokit("capture", "--out", str(out), *args, cwd=repo_root)
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("reprokit:")]
+    assert len(lines) == 1 and message in lines[0], p.stderr
+    assert not out.exists()
+
+
+def test_local_executor_without_triton_says_what_to_do(tmp_path, repo_root):
+    pytest.importorskip("reprokit")
+    try:
+        import triton  # noqa: F401
+        pytest.skip("this interpreter has triton")
+    except ImportError:
+        pass
+    p = reprokit("capture", "--gpu", "h100", "--out", str(tmp_path / "c"), "--executor", "local", cwd=repo_root)
+    assert p.returncode == 2 and "needs triton in this interpreter" in p.stderr
+
+
+@pytest.mark.triton
+def test_local_executor_runs_the_harness_under_the_given_interpreter(tmp_path, config, venv_executor, stack_ready):
+    stack = stack_ready("triton-3.5-cu130")
+    python = venv_executor.prepare(stack)["python"]
+    plan = build_plan(config.gpu("h200"), {"name": "local", "triton": "3.5.0"}, only="tensor_descriptor.p*")
+    cap = capture(stack, config.gpu("h200"), tmp_path / "cap", LocalExecutor(python=python), workers=2, plan=plan)
+    cases = by_id(cap)
+    assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
+    assert cases["tensor_descriptor.p1"]["verdict"] == "rejected"
+    assert cap.executor_facts()["python"] == python
+    assert json.loads((tmp_path / "cap" / "plan.json").read_text())["profile"]["key"] == "h200"
+
+
+class _DyingExecutor(LocalExecutor):
+    """A harness that dies as a whole (killed, out of memory): a real process that exits 137."""
+
+    def run_harness(self, stack, capture_dir, *, workers, timeout_s, gpu):
+        p = subprocess.run([sys.executable, "-c", "import sys; print('killed', file=sys.stderr); sys.exit(137)"],
+                           capture_output=True, text=True)
+        return RunResult("local", p.returncode, False, p.stderr)
+
+
+def test_a_dead_harness_leaves_a_failed_folder_not_a_capture(tmp_path, config):
+    from reprokit.config import Stack
+
+    out = tmp_path / "cap"
+    with pytest.raises(HarnessError, match="harness exited 137 under local: killed") as e:
+        capture(Stack("local", "3.6.0"), config.gpu("h100"), out, _DyingExecutor(), only="block_ptr.p0")
+    assert not out.exists()
+    failed = tmp_path / "cap.failed"
+    assert (failed / "plan.json").is_file() and str(failed) in str(e.value)
