@@ -52,3 +52,8 @@ bench-capture: $(VENV)/.installed
 BENCH_STACK ?= triton-3.5-cu130
 bench-stacks: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_stacks.py --stack $(BENCH_STACK) --gpu $(GPU) --workers $(WORKERS)
+
+# Pack + verify a ~500 MB synthetic capture against `tar czf` + `sha256sum` (target <= 1.2x).
+.PHONY: bench-bundle
+bench-bundle: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_bundle.py

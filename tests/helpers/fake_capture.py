@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import lru_cache
 from pathlib import Path
 
 PROFILE_H100 = {"key": "h100", "name": "NVIDIA H100 80GB HBM3", "capability": 90, "arch": "sm_90",
@@ -110,9 +111,13 @@ _SASS_LDG = """	code for sm_90a
 """
 
 
-def ir_text(kind: str, n_bytes: int, seed: int) -> str:
-    """MLIR/LLVM/PTX/SASS-looking text of about n_bytes, varied enough to compress like real IR."""
-    rnd = random.Random(seed)
+_POOL_BYTES = 4 << 20
+
+
+@lru_cache(maxsize=None)
+def _ir_pool(kind: str) -> str:
+    """4 MiB of varied IR-looking text per level, generated once."""
+    rnd = random.Random(kind)
     ops = {
         "ttir": ["%{a} = tt.load %{b} : tensor<{m}x{n}xf16> loc(#loc{c})", "%{a} = arith.addi %{b}, %{c} : i32",
                  "tt.store %{a}, %{b} : tensor<{m}x{n}xf16> loc(#loc{c})", "%{a} = tt.make_range {{end = {m} : i32}}"],
@@ -128,12 +133,22 @@ def ir_text(kind: str, n_bytes: int, seed: int) -> str:
                  "        /*{a:04x}*/                   LDS.128 R{b}, [R{c}+UR{m}] ;"],
     }[kind]
     out, size = [], 0
-    while size < n_bytes:
+    while size < _POOL_BYTES:
         line = rnd.choice(ops).format(a=rnd.randrange(4096), b=rnd.randrange(4096), c=rnd.randrange(512),
                                       m=rnd.choice((64, 128, 256)), n=rnd.choice((64, 128, 256)))
         out.append(line)
         size += len(line) + 1
     return "\n".join(out) + "\n"
+
+
+def ir_text(kind: str, n_bytes: int, seed: int) -> str:
+    """About n_bytes of IR-looking text that compresses like real IR; seed picks where it starts."""
+    pool = _ir_pool(kind)
+    start = pool.index("\n", random.Random(seed).randrange(len(pool) - 1)) + 1
+    text = pool[start:] + pool[:start]
+    while len(text) < n_bytes:
+        text += text
+    return text[:text.rfind("\n", 0, n_bytes) + 1] if n_bytes < len(text) else text
 
 
 def cubin_bytes(n_bytes: int, seed: int, secret: bytes = b"") -> bytes:
