@@ -310,6 +310,27 @@ class DockerExecutor(Executor):
             except (docker.errors.APIError, requests.exceptions.RequestException) as e:
                 self.console.print(f"[yellow]docker: could not remove container {container.short_id}: {_short(e)}")
 
+    def _start(self, container, stack: Stack, gpu: bool) -> None:
+        try:
+            with _engine_errors(f"start container for {stack.name}", self.socket):
+                container.start()
+        except ExecutorError as e:
+            if gpu and "could not select device driver" in str(e):
+                raise ExecutorError(f"{stack.name}: GPU requested but the Docker engine has no NVIDIA device "
+                                    "driver (install nvidia-container-toolkit, restart dockerd)") from e
+            raise
+
+    @staticmethod
+    def _kill(container) -> bool:
+        """Kill a container past its deadline; False when it finished on its own meanwhile."""
+        try:
+            container.kill()
+        except docker.errors.APIError as e:
+            if e.status_code == 409:  # "is not running": it exited between the timeout and the kill
+                return False
+            raise
+        return True
+
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool) -> RunResult:
         capture_dir = Path(capture_dir).resolve()
@@ -358,17 +379,16 @@ class DockerExecutor(Executor):
             kwargs["mem_limit"] = self.mem_limit
         started = time.monotonic()
         with self._container(**kwargs) as container:
-            with _engine_errors(f"start container for {stack.name}", self.socket):
-                container.start()
+            self._start(container, stack, gpu)
             timed_out = False
-            try:
-                status = container.wait(timeout=timeout_s)
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
-                if isinstance(e, requests.exceptions.ConnectionError) and "timed out" not in str(e).lower():
-                    raise ExecutorError(f"docker: engine went away while {stack.name} ran ({_short(e)})") from e
-                timed_out = True
-                with _engine_errors(f"kill container for {stack.name}", self.socket):
-                    container.kill()
+            with _engine_errors(f"wait for the container of {stack.name}", self.socket):
+                try:
+                    status = container.wait(timeout=timeout_s)
+                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError) as e:
+                    # docker-py reports its read timeout as either, depending on the transport.
+                    if "timed out" not in str(e).lower():
+                        raise
+                    timed_out = self._kill(container)
                     status = container.wait(timeout=KILL_WAIT_S)
             wall_s = time.monotonic() - started
             with _engine_errors(f"collect logs of {stack.name}", self.socket):

@@ -96,3 +96,14 @@ def test_files_belong_to_the_run_user(stack_images, base_image, config, tmp_path
     st = (out / "f").stat()
     assert (st.st_uid, st.st_gid) == (4321, 4321)
     ex.close()
+
+
+def test_gpu_request_without_nvidia_runtime_is_one_clear_error(stack_images, docker_executor, config):
+    try:
+        docker_executor.run_command(config.stack(STACK), ["true"], timeout_s=30, gpu=True)
+    except ExecutorError as e:
+        assert str(e) == (f"{STACK}: GPU requested but the Docker engine has no NVIDIA device driver "
+                          "(install nvidia-container-toolkit, restart dockerd)")
+    else:
+        pytest.skip("this engine serves GPU device requests")
+    assert docker_executor.containers() == []
