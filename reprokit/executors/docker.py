@@ -23,6 +23,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import DeviceRequest, Mount
 from rich.console import Console
+from rich.errors import LiveError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from reprokit.config import PACKAGE_DIR, Stack, project_root
@@ -44,10 +45,13 @@ def _default_socket() -> str:
 
 
 def _short(exc: BaseException) -> str:
-    """docker-py wraps urllib3 wraps OSError: keep the innermost message on one line."""
-    text = str(exc).replace("\n", " ")
-    m = re.search(r"\((?:\w+Error|\w+Exception)\((?:\d+, )?'([^']+)'", text)
-    return m.group(1) if m else text[:300]
+    """docker-py wraps urllib3 wraps OSError: keep the innermost OS message, on one line."""
+    text = " ".join(str(exc).split())
+    for pattern in (r"\[Errno -?\d+\] ([^'\")\]]+)", r"\w+Error\(-?\d+, '([^']+)'\)"):
+        m = re.search(pattern, text)
+        if m:
+            return m.group(1).strip()
+    return text[:200]
 
 
 @contextmanager
@@ -240,12 +244,9 @@ class DockerExecutor(Executor):
         log_path = self.build_log_path(tag)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.console.print(f"[bold]building[/] {tag} from {self.dockerfile(stack).name} "
-                           f"(base {args['BASE_IMAGE']}, WITH_TORCH={args['WITH_TORCH']})")
+                           f"(base {args['BASE_IMAGE']}, WITH_TORCH={args['WITH_TORCH']})", highlight=False)
         step, error, image_id = "", None, None
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("[dim]{task.fields[last]}"))
-        with log_path.open("w") as log, \
-                Progress(*columns, console=self.console, transient=True) as progress, \
+        with log_path.open("w") as log, self._build_progress() as progress, \
                 _engine_errors(f"build {tag}", self.socket):
             task = progress.add_task(stack.name, total=None, last="")
             stream = self.client.api.build(
@@ -279,8 +280,23 @@ class DockerExecutor(Executor):
             raise ExecutorError(f"{stack.name}: image build failed{where}: {last[:300]} (log: {log_path})")
         with _engine_errors(f"look up built image {tag}", self.socket):
             image = self.client.images.get(image_id or tag)
-        self.console.print(f"[bold green]built[/] {tag} ({image.short_id})")
+        self.console.print(f"[bold green]built[/] {tag} ({image.short_id})", highlight=False)
         return image
+
+    @contextmanager
+    def _build_progress(self) -> Iterator[Progress]:
+        """A step bar on a terminal; step lines alone elsewhere, or inside another live display on rich < 14."""
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("[dim]{task.fields[last]}"))
+        progress = Progress(*columns, console=self.console, transient=True, disable=not self.console.is_terminal)
+        try:
+            progress.start()
+        except LiveError:
+            progress = Progress(console=self.console, disable=True)
+        try:
+            yield progress
+        finally:
+            progress.stop()
 
     def remove_image(self, stack: Stack) -> bool:
         """Remove the stack's image (tests and `--rebuild`); False when there was none."""
