@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
@@ -20,9 +21,17 @@ _MAX_REPORTED = 20
 _MAX_REASON = 200
 
 
+def _schema_dir():
+    try:
+        return resources.files("reprokit.schemas")
+    except ModuleNotFoundError:
+        # Run from a checkout on PYTHONPATH, not installed: the schemas sit at its top level.
+        return Path(__file__).resolve().parents[2] / "schemas"
+
+
 def load_schema(filename: str) -> dict:
     """One schema file of reprokit.schemas, parsed."""
-    return json.loads(resources.files("reprokit.schemas").joinpath(filename).read_text(encoding="utf-8"))
+    return json.loads(_schema_dir().joinpath(filename).read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=None)
