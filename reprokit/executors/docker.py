@@ -168,12 +168,17 @@ class DockerExecutor(Executor):
         }
 
     def image_tag(self, stack: Stack) -> str:
+        """reprokit/<stack>:<hash of the pins, the Dockerfile's bytes, the build args and the base>."""
         path = self.dockerfile(stack)
         try:
             text = path.read_text()
         except OSError as e:
             raise ExecutorError(f"{stack.name}: cannot read Dockerfile {path}: {e.strerror}") from e
-        spec = stack.spec_hash(text, json.dumps(self.build_args(stack), sort_keys=True))
+        args = self.build_args(stack)
+        # A base named by digest is immutable; one named by tag (the offline base) can be rebuilt
+        # under the same name, and the stacks built on the old one must not be reused then.
+        base_id = "" if "@sha256:" in args["BASE_IMAGE"] else (self.image_id(args["BASE_IMAGE"]) or "")
+        spec = stack.spec_hash(text, json.dumps(args, sort_keys=True), base_id)
         return f"reprokit/{stack.name}:{spec}"
 
     def prepare(self, stack: Stack) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,23 @@ def test_verdicts_equal_those_in_venvs(docker_stack, docker_captured, captured):
 
     in_docker, in_venv = digest(docker_captured(docker_stack)), digest(captured(docker_stack))
     assert in_docker == in_venv
+
+
+def test_tag_follows_a_rebuilt_base(docker_executor, stack_images, base_image, config):
+    """A base named by tag that now names another image gives new stack tags (no stale reuse)."""
+    from reprokit.executors.docker import DockerExecutor
+
+    alias = "reprokit-test-base:retag"
+    stack = config.stack("triton-3.5-cu130")
+    ex = DockerExecutor(base_image=alias, with_torch=False)
+    try:
+        subprocess.run(["docker", "tag", base_image, alias], check=True)
+        before = ex.image_tag(stack)
+        subprocess.run(["docker", "tag", stack_images[stack.name]["image_id"], alias], check=True)
+        assert ex.image_tag(stack) != before
+    finally:
+        subprocess.run(["docker", "rmi", alias], capture_output=True)
+        ex.close()
 
 
 def test_second_prepare_reuses_image(stack_images, base_image, config, monkeypatch):
