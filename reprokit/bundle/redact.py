@@ -154,6 +154,9 @@ class Scrubber:
     secrets: tuple = ()                 # (needle bytes, variable names), longest needle first
     share: bool = False
     identities: tuple = ()              # (class, compiled regex, literal hint or None), in order
+    # JSON string values that ARE an identity, whatever their length (a host called `vm` is too
+    # short to cut out of running text, but env.json's os.hostname still names it).
+    exact: tuple = ()                   # (value, class)
     _marker: bytes = field(default=MARKER.encode(), repr=False)
 
     @classmethod
@@ -169,12 +172,14 @@ class Scrubber:
         for value, names in secret_values(environ, (env_doc or {}).get("env_vars") or {}).items():
             for form in _needle_forms(value):
                 needles.setdefault(form, set()).update(names)
-        identities = ()
+        identities, exact = (), ()
         if share:
             facts = facts or HostFacts.gather(env_doc, environ)
             identities = _identity_rules(facts, keep)
+            exact = tuple(sorted({(h, "hostname") for h in facts.hostnames if h not in keep}
+                                 | {(u, "user") for u in facts.users if u not in keep and u not in _GENERIC_USERS}))
         ordered = sorted(needles, key=lambda n: (-len(n), n))
-        return cls(tuple((n, frozenset(needles[n])) for n in ordered), share, identities)
+        return cls(tuple((n, frozenset(needles[n])) for n in ordered), share, identities, exact)
 
     def scrub(self, data: bytes, *, binary: bool, shapes: bool) -> tuple[bytes, Outcome]:
         """Scrubbed bytes, and what was found. `shapes`: also search secret shapes (see module doc)."""
@@ -202,6 +207,9 @@ class Scrubber:
     def scrub_json(self, doc):
         """(scrubbed copy, Outcome) of a parsed JSON document: every string value, keys kept."""
         if isinstance(doc, str):
+            for value, cls_name in self.exact:
+                if doc == value:
+                    return _PLACEHOLDER[cls_name], Outcome(classes=frozenset({cls_name}))
             raw = doc.encode("utf-8", "surrogatepass")
             new, outcome = self.scrub(raw, binary=False, shapes=True)
             return (new.decode("utf-8", "surrogatepass") if new != raw else doc), outcome

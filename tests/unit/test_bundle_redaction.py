@@ -164,3 +164,11 @@ def test_redact_env_is_idempotent():
     assert once == {"A": "1", "FOO_TOKEN": MARKER, "URL": MARKER, "DONE": MARKER}
     assert names == ["DONE", "FOO_TOKEN", "URL"]
     assert redact_env(once) == (once, names)
+
+
+def test_share_mode_short_host_name_only_where_it_is_a_whole_value(tmp_path, monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    path = make_bundle(tmp_path, share=True, hostname="vm")
+    b = open_bundle(path)
+    assert b.env["os"]["hostname"] == "<host>" and "hostname" in b.manifest["share"]["classes"]
+    assert "LLVMDialectModule" in b.read_text("cases/tensor_descriptor.p0/kernel.llir")   # text left whole
