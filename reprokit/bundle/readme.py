@@ -85,7 +85,7 @@ def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
         f"{manifest['reprokit']}. {verdict_summary(results)}.",
     ]
     if stack.get("base_image") or stack.get("image_digest"):
-        lines.append("Image: " + ", ".join(f"{k} `{stack[k]}`" for k in ("base_image", "image_digest") if stack.get(k))
+        lines.append("Stack image: " + ", ".join(f"{k} `{stack[k]}`" for k in ("base_image", "image_digest") if stack.get(k))
                      + ".")
     if manifest.get("parent"):
         lines.append(f"Replayed from the bundle with sha256 `{manifest['parent']}`.")

@@ -206,3 +206,12 @@ def test_show_prints_a_summary_without_extracting(bundle, tmp_path, capsys, monk
     assert s["profile"]["key"] == "h100" and s["mode"] == "compile-only" and len(s["cases"]) == 4
     assert {c["id"]: c["verdict"] for c in s["cases"]}["tensor_descriptor.p0"] == "tma"
     assert not os.listdir(tmp_path)
+
+
+def test_extract_of_an_invalid_bundle_leaves_nothing(bundle, tmp_path):
+    bad = repack(bundle, tmp_path / "bad.tgz", _flip)
+    dest = tmp_path / "dest"
+    with pytest.raises(BundleInvalid) as e:
+        extract(bad, dest)
+    assert any(IR in p for p in e.value.problems)
+    assert list(dest.iterdir()) == []
