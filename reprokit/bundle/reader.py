@@ -173,10 +173,15 @@ class _Scan:
     problems: list = field(default_factory=list)
 
 
+def _label(name: str) -> str:
+    """A member name safe to print on one line."""
+    return repr(name) if any(ord(c) < 32 for c in name) else name
+
+
 def _check_member(ti: tarfile.TarInfo, scan: _Scan, seen: set, folded: set, files: set, dirs: set) -> list[str]:
     """Why this member is refused (empty when it is acceptable). Judged on the header alone."""
     name = ti.name
-    label = repr(name) if any(ord(c) < 32 for c in name) else name
+    label = _label(name)
     out = []
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
         out.append(f"refused: {label}: absolute path")
@@ -287,7 +292,7 @@ def _walk(stream: _CountingStream, scan: _Scan, limits: Limits, keep, write_to: 
             stream.fence = ti.offset_data + _HEADER_SLACK + (
                 -(-ti.size // 512) * 512 if ti.type in (tarfile.REGTYPE, tarfile.AREGTYPE) else 0)
             if ti.size > limits.max_member_bytes:
-                scan.refused.append(f"refused: {ti.name}: {ti.size} bytes, over the per-member limit of "
+                scan.refused.append(f"refused: {_label(ti.name)}: {ti.size} bytes, over the per-member limit of "
                                     f"{limits.max_member_bytes} (REPROKIT_MAX_MEMBER_BYTES / --max-member-bytes)")
                 return
             total += ti.size
@@ -307,7 +312,7 @@ def _walk(stream: _CountingStream, scan: _Scan, limits: Limits, keep, write_to: 
                     write_to.joinpath(scan.root, *[p for p in rel.split("/") if p]).mkdir(parents=True, exist_ok=True)
                 continue
             if not rel:
-                scan.refused.append(f"refused: {ti.name}: the bundle root is a file, not a folder")
+                scan.refused.append(f"refused: {_label(ti.name)}: the bundle root is a file, not a folder")
                 continue
             scan.members[rel] = _read_member(tar, ti, rel, scan, keep, write_to)
 
