@@ -61,6 +61,13 @@ def capture(stack: Stack, profile: GpuProfile, out_dir: Path, executor: Executor
         last = (run.log_tail.strip().splitlines() or ["no output"])[-1]
         raise HarnessError(f"{stack.name}: harness {why} under {executor.name}: {last} (logs in {failed})")
     results = json.loads(results_path.read_text())
+    if stack.name != "local" and results.get("triton") != stack.triton:
+        # A mislabelled bundle is worse than none: the stack must be what really ran.
+        failed = out_dir.with_name(out_dir.name + ".failed")
+        shutil.rmtree(failed, ignore_errors=True)
+        work.rename(failed)
+        raise HarnessError(f"{stack.name} pins triton {stack.triton}, but the harness under {executor.name} ran "
+                           f"triton {results.get('triton')} (logs in {failed})")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     if out_dir.exists():
         out_dir.rmdir()

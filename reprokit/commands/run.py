@@ -11,7 +11,8 @@ from rich.table import Table
 
 from reprokit.commands._common import add_run_args, check_workers, console, say
 from reprokit.config import load_config
-from reprokit.executors import make_executor
+from reprokit.errors import UsageError
+from reprokit.executors import local_stack, make_executor
 from reprokit.gpu import choose_mode
 from reprokit.runs import grid, run_stacks
 
@@ -51,7 +52,13 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
-    stacks = cfg.select_stacks(args.stacks)
+    if args.executor == "local":
+        # This interpreter is one stack: the one whose Triton it has.
+        stacks = [local_stack()]
+        if args.stacks != "all":
+            raise UsageError("--executor local runs this interpreter's own Triton; --stacks needs venv or docker")
+    else:
+        stacks = cfg.select_stacks(args.stacks)
     workers = check_workers(args.workers)
     mode = choose_mode(profile, args.mode, say=say)
     executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)

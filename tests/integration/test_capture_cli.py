@@ -79,3 +79,26 @@ def test_a_dead_harness_leaves_a_failed_folder_not_a_capture(tmp_path, config):
     assert not out.exists()
     failed = tmp_path / "cap.failed"
     assert (failed / "plan.json").is_file() and str(failed) in str(e.value)
+
+
+class _WrongTritonExecutor(_DyingExecutor):
+    """A harness that completes, but with another Triton than the stack pins (a stale image or venv)."""
+
+    def run_harness(self, stack, capture_dir, *, workers, timeout_s, gpu):
+        (capture_dir / "results.json").write_text(json.dumps({"triton": "3.6.0", "cases": []}))
+        (capture_dir / "env.json").write_text("{}")
+        return RunResult("local", 0, False, "")
+
+
+def test_a_stack_that_ran_another_triton_is_refused_not_mislabelled(tmp_path, config):
+    out = tmp_path / "cap"
+    with pytest.raises(HarnessError, match="pins triton 3.0.0, but the harness under local ran triton 3.6.0"):
+        capture(config.stack("triton-3.0-cu129"), config.gpu("h100"), out, _WrongTritonExecutor(),
+                only="block_ptr.p0")
+    assert not out.exists() and (tmp_path / "cap.failed").is_dir()
+
+
+def test_run_with_the_local_executor_refuses_named_stacks(tmp_path, repo_root):
+    p = reprokit("run", "--gpu", "h100", "--executor", "local", "--stacks", "triton-3.0-cu129", "--out",
+                 str(tmp_path), cwd=repo_root)
+    assert p.returncode == 2 and "--stacks needs venv or docker" in p.stderr
