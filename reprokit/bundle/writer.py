@@ -210,6 +210,19 @@ def _keep_words(plan: dict, stack: dict, profile: dict, executor: dict) -> froze
     return frozenset(w for w in words if isinstance(w, str))
 
 
+def _image_digest(stack: dict, executor: dict) -> str | None:
+    """The image the stack ran in: a digest given as such, else its registry digest, else the
+    engine's image id (the sha256 of its config, what a locally built image has)."""
+    for where in (stack, executor):
+        if isinstance(where.get("image_digest"), str) and where["image_digest"]:
+            return where["image_digest"]
+    repo = executor.get("image_repo_digests")
+    if isinstance(repo, list) and repo and isinstance(repo[0], str):
+        return repo[0]
+    image_id = executor.get("image_id")
+    return image_id if isinstance(image_id, str) and image_id.startswith("sha256:") else None
+
+
 def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict, executor: dict, mode: str,
                  share: bool = False, parent: str | None = None, source_date_epoch: int | None = None,
                  compresslevel: int = COMPRESS_LEVEL) -> Path:
@@ -227,9 +240,9 @@ def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict
         raise UsageError(f"parent {parent!r} is not a sha256 (64 lowercase hex digits)")
     stack, profile, executor = _plain(stack, "stack"), _plain(profile, "profile"), _plain(executor, "executor")
     executor.setdefault("name", executor.get("kind", "unknown"))
-    for where in (executor, stack):
-        if where.get("image_digest") and not stack.get("image_digest"):
-            stack["image_digest"] = where["image_digest"]
+    digest = _image_digest(stack, executor)
+    if digest:
+        stack["image_digest"] = digest
     entries, dirs = collect(capture_dir)
     originals = {n: _load_json(capture_dir / n, n) for n in DOCS}
     docs = json.loads(json.dumps(originals))

@@ -209,3 +209,14 @@ def test_gpu_mode_capture_bundles(tmp_path):
     b = open_bundle(path)
     assert b.manifest["mode"] == "gpu" and b.env["gpu"]["available"] is True
     assert "GPU: NVIDIA H100 80GB HBM3; driver 580.65.06" in b.read_text("README.md")
+
+
+def test_image_digest_from_docker_facts(capture, tmp_path):
+    facts = {"name": "docker", "image": "reprokit/triton-3.5-cu130:abc", "image_id": "sha256:" + "1f" * 32,
+             "image_repo_digests": []}
+    path = write_bundle(capture, tmp_path / "a", stack=STACK, profile=PROFILE_H100, executor=facts,
+                        mode="compile-only")
+    assert open_bundle(path).manifest["stack"]["image_digest"] == "sha256:" + "1f" * 32
+    venv = write_bundle(capture, tmp_path / "b", stack={"name": "local"}, profile=PROFILE_H100,
+                        executor={"name": "local"}, mode="compile-only")
+    assert "image_digest" not in open_bundle(venv).manifest["stack"]
