@@ -54,9 +54,9 @@ def run(args) -> int:
     profile = cfg.gpu(args.gpu)
     if args.executor == "local":
         # This interpreter is one stack: the one whose Triton it has.
-        stacks = [local_stack()]
         if args.stacks != "all":
             raise UsageError("--executor local runs this interpreter's own Triton; --stacks needs venv or docker")
+        stacks = [local_stack()]
     else:
         stacks = cfg.select_stacks(args.stacks)
     workers = check_workers(args.workers)
