@@ -64,7 +64,7 @@ def test_free_form_facts_stay_open(tmp_path):
 
 
 def test_golden_bundles_still_verify():
-    golden = sorted(GOLDEN.glob("*.tgz"))
+    golden = sorted(GOLDEN.rglob("*.tgz"))
     assert golden, f"no golden bundle under {GOLDEN}"
     for path in golden:
         assert verify(path) == [], path
