@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import sys
@@ -38,6 +39,7 @@ class Job:
         self.scratch = scratch
         self.timeout_s = deadline_s
         self.pid = None
+        self.wake = None
         self.started = None
 
 
@@ -61,10 +63,14 @@ def _child_env(scratch: str, case_dir: str) -> None:
 def _start(job: Job, plan: dict, kernels_dir: str) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
+    # The child holds the write end until it exits, so the runner wakes the moment it does.
+    # (Close-on-exec: ptxas and other grandchildren never inherit it.)
+    wake_r, wake_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         code = 70
         try:
+            os.close(wake_r)
             os.setpgid(0, 0)
             fd = os.open(os.path.join(job.case_dir, "compile.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
@@ -82,7 +88,9 @@ def _start(job: Job, plan: dict, kernels_dir: str) -> None:
         os.setpgid(pid, pid)
     except OSError:
         pass  # the child got there first, or already exited
+    os.close(wake_w)
     job.pid = pid
+    job.wake = wake_r
     job.started = time.perf_counter()
 
 
@@ -215,10 +223,15 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 os.makedirs(job.scratch, exist_ok=True)
                 _start(job, plan, kernels_dir)
                 running[job.pid] = job
-            time.sleep(0.005)
+            if not running:
+                continue
+            now = time.perf_counter()
+            wait_s = min(job.started + job.timeout_s for job in running.values()) - now
+            ready, _, _ = select.select([job.wake for job in running.values()], [], [], max(0.0, min(wait_s, 1.0)))
             now = time.perf_counter()
             for pid, job in list(running.items()):
-                done, status = os.waitpid(pid, os.WNOHANG)
+                # A closed wake pipe means the child is exiting: wait for it; else only peek.
+                done, status = os.waitpid(pid, 0 if job.wake in ready else os.WNOHANG)
                 timed_out = False
                 if not done and now - job.started > job.timeout_s:
                     try:
@@ -230,6 +243,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 elif not done:
                     continue
                 del running[pid]
+                os.close(job.wake)
                 rec = _finish(job, status, timed_out)
                 records[job.case["id"]] = rec
                 log(f"{job.case['id']}: {rec['status']} ({rec['wall_s']:.2f} s)")
