@@ -14,6 +14,8 @@
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 
+# Declared again: an ARG before FROM is not visible after it (the label below records it).
+ARG BASE_IMAGE
 ARG TRITON_VERSION
 ARG TORCH_VERSION=""
 ARG TORCH_INDEX=""

@@ -199,6 +199,7 @@ class DockerExecutor(Executor):
             "image_id": image.id,
             "image_repo_digests": list(image.attrs.get("RepoDigests") or []),
             "image_created": image.attrs.get("Created"),
+            "image_labels": dict(image.labels or {}),
             "built": built,
             "build_s": round(time.monotonic() - started, 3) if built else 0.0,
             "dockerfile": stack.dockerfile or DEFAULT_DOCKERFILE,

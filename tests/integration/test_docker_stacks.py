@@ -24,7 +24,7 @@ def _owned_by_us(root: Path) -> list[str]:
     return bad
 
 
-def test_images_are_tagged_by_hash_and_labelled(stack_images, docker_executor, config):
+def test_images_are_tagged_by_hash_and_labelled(stack_images, docker_executor, config, base_image):
     for name, facts in stack_images.items():
         assert facts["image"] == docker_executor.image_tag(config.stack(name))
         assert facts["image"].startswith(f"reprokit/{name}:")
@@ -32,6 +32,11 @@ def test_images_are_tagged_by_hash_and_labelled(stack_images, docker_executor, c
         assert facts["build_args"]["WITH_TORCH"] == "0"
         assert facts["build_args"]["TRITON_VERSION"] == config.stack(name).triton
         assert facts["base_image_id"] and facts["engine"]["version"]
+        labels = facts["image_labels"]
+        assert labels["org.reprokit.stack"] == name
+        assert labels["org.reprokit.triton"] == config.stack(name).triton
+        assert labels["org.reprokit.base-image"] == base_image
+        assert labels["org.reprokit.with-torch"] == "0"
     assert len({f["image"] for f in stack_images.values()}) == len(stack_images) == 2
 
 
