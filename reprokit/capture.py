@@ -32,15 +32,25 @@ class Capture:
         return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
 
 
+def check_out_dir(out_dir: Path, force: bool) -> bool:
+    """Refuse a non-empty out_dir unless forced; True when it holds something to replace."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir} exists and is not a folder")
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not force:
+            raise UsageError(f"{out_dir} exists and is not empty (use --force to replace it)")
+        return True
+    return False
+
+
 def capture(stack: Stack, profile: GpuProfile, out_dir: Path, executor: Executor, *, workers: int = 1,
             mode: str = "compile-only", only: str | None = None, case_timeout_s: float | None = None,
             run_timeout_s: float = 3600, force: bool = False, kernels: Path | None = None,
             plan: dict | None = None) -> Capture:
     """Run the suite (or a given plan, for replay) in `stack` and leave a capture folder at out_dir."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        if not force:
-            raise UsageError(f"{out_dir} exists and is not empty (use --force to replace it)")
+    if check_out_dir(out_dir, force):
         shutil.rmtree(out_dir)
     work = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)

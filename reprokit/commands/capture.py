@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reprokit.capture import capture
+from reprokit.capture import capture, check_out_dir
 from reprokit.commands._common import add_run_args, check_workers, console, flat_case, say, verdict_table
 from reprokit.config import load_config
 from reprokit.executors import local_stack, make_executor
@@ -31,6 +31,7 @@ def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
     workers = check_workers(args.workers)
+    check_out_dir(args.out, args.force)
     mode = choose_mode(profile, args.mode, say=say)
     executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)
     if args.executor == "local":
