@@ -7,8 +7,11 @@ import os
 
 import pytest
 
-from reprokit.harness import compat, oracle
-from reprokit.harness.case import load_kernel
+pytest.importorskip("triton", reason="the GPU tier needs triton and torch beside reprokit")
+pytest.importorskip("torch", reason="the GPU tier needs triton and torch beside reprokit")
+
+from reprokit.harness import compat, oracle  # noqa: E402  (imports triton)
+from reprokit.harness.case import load_kernel  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 KERNELS = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")
