@@ -1,8 +1,9 @@
 """The docker executor: each stack is an image built from its Dockerfile; the harness runs in a throwaway container.
 
 Every docker-py call, and the conversion of docker-py's errors into ExecutorError, lives in this
-module. Images are tagged `reprokit/<stack>:<hash>` over the pins, the Dockerfile's bytes and the
-build args, so an image that exists is the image the pins ask for and is never rebuilt.
+module. Images are tagged `reprokit/<stack>:<hash>` over the pins, the Dockerfile's bytes, the
+build args and a tag-named base's image id, so an image that exists is the image the pins ask
+for and is never rebuilt.
 """
 
 from __future__ import annotations
