@@ -60,8 +60,13 @@ def capture(stack: Stack, profile: GpuProfile, out_dir: Path, executor: Executor
                           timeout_s=case_timeout_s)
     (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
     copy_kernels(plan, Path(kernels or kernels_dir()), work / "kernels")
-    facts = executor.prepare(stack)
-    run = executor.run_harness(stack, work, workers=workers, timeout_s=run_timeout_s, gpu=(mode == "gpu"))
+    try:
+        facts = executor.prepare(stack)
+        run = executor.run_harness(stack, work, workers=workers, timeout_s=run_timeout_s, gpu=(mode == "gpu"))
+    except BaseException:
+        # Nothing ran (the stack could not be prepared or started): nothing to keep.
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     results_path = work / "results.json"
     if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
         failed = out_dir.with_name(out_dir.name + ".failed")

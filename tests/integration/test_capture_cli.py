@@ -102,3 +102,20 @@ def test_run_with_the_local_executor_refuses_named_stacks(tmp_path, repo_root):
     p = reprokit("run", "--gpu", "h100", "--executor", "local", "--stacks", "triton-3.0-cu129", "--out",
                  str(tmp_path), cwd=repo_root)
     assert p.returncode == 2 and "--stacks needs venv or docker" in p.stderr
+
+
+class _UnpreparableExecutor(LocalExecutor):
+    def prepare(self, stack):
+        from reprokit.errors import ExecutorError
+
+        raise ExecutorError("docker: building x failed at step 3/7")
+
+
+def test_a_stack_that_cannot_be_prepared_leaves_nothing(tmp_path, config):
+    from reprokit.errors import ExecutorError
+
+    out = tmp_path / "cap"
+    with pytest.raises(ExecutorError, match="step 3/7"):
+        capture(config.stack("triton-3.5-cu130"), config.gpu("h100"), out, _UnpreparableExecutor(),
+                only="block_ptr.p0")
+    assert list(tmp_path.iterdir()) == []
