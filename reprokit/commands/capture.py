@@ -33,7 +33,6 @@ def run(args) -> int:
     workers = check_workers(args.workers)
     check_out_dir(args.out, args.force)
     mode = choose_mode(profile, args.mode, say=say)
-    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)
     if args.executor == "local":
         stack = local_stack()
     else:
@@ -42,6 +41,7 @@ def run(args) -> int:
         if not args.stack:
             raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
         stack = cfg.stack(args.stack)
+    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=[stack])
     cap = capture(stack, profile, args.out, executor, workers=workers, mode=mode, only=args.cases,
                   case_timeout_s=args.case_timeout, force=args.force)
     cases = cap.results["cases"]

@@ -57,7 +57,7 @@ def run(args) -> int:
     else:
         stacks = [_bundle_stack(bundle.manifest)]
     mode = choose_mode(profile, "compile-only" if plan.get("mode") == "compile-only" else "auto", say=say)
-    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)
+    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=stacks)
     with tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()

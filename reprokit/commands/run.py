@@ -61,7 +61,7 @@ def run(args) -> int:
         stacks = cfg.select_stacks(args.stacks)
     workers = check_workers(args.workers)
     mode = choose_mode(profile, args.mode, say=say)
-    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say)
+    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=stacks)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
                   TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
         tasks = {s.name: bar.add_task(s.name, total=3, state="waiting") for s in stacks}

@@ -61,16 +61,27 @@ def harness_argv(python: str, plan: str, kernels: str, out: str, workers: int) -
             "--workers", str(workers)]
 
 
-def make_executor(name: str, *, with_torch: bool = False, say=None) -> Executor:
-    """The executor called `name`; `auto` is docker when a daemon answers, else venv (and says which)."""
+def make_executor(name: str, *, with_torch: bool = False, say=None, stacks: list | None = None) -> Executor:
+    """The executor called `name`. `auto` is docker when a daemon answers and can build every
+    stack in `stacks` (its base image is local or its registry answers), else venv; it says which."""
     from reprokit.errors import UsageError
 
     if name == "auto":
-        from reprokit.executors.docker import docker_available
+        from reprokit.executors.docker import DockerExecutor, docker_available
 
-        name = "docker" if docker_available() else "venv"
+        why = "no Docker daemon answers"
+        if docker_available():
+            docker = DockerExecutor(with_torch=None if with_torch else False)
+            problems = [p for p in (docker.base_problem(s) for s in stacks or []) if p]
+            if not problems:
+                if say:
+                    say("executor: docker (a Docker daemon answers)")
+                return docker
+            docker.close()
+            why = f"a Docker daemon answers, but {problems[0]}"
         if say:
-            say(f"executor: {name} ({'a Docker daemon answers' if name == 'docker' else 'no Docker daemon answers'})")
+            say(f"executor: venv ({why})")
+        name = "venv"
     if name == "local":
         from reprokit.executors.local import LocalExecutor
 

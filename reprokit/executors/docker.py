@@ -218,6 +218,26 @@ class DockerExecutor(Executor):
         self._prepared[stack.name] = facts
         return facts
 
+    def base_problem(self, stack: Stack) -> str | None:
+        """Why this stack's image could not be built here, or None when it exists or can be.
+
+        For `--executor auto`: an engine that answers but can neither find the base image
+        locally nor reach a registry for it (an offline host) is no place to build stacks.
+        """
+        if self.image_id(self.image_tag(stack)) is not None:
+            return None
+        base = self.build_args(stack)["BASE_IMAGE"]
+        if self.image_id(base) is not None:
+            return None
+        try:
+            self.client.api.inspect_distribution(base)
+        except docker.errors.APIError as e:
+            detail = e.explanation if isinstance(e.explanation, str) else str(e)
+            return f"{base} is not on this engine and its registry does not answer ({detail.split(': ')[-1][:120]})"
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+            return f"{base} is not on this engine and its registry does not answer ({_short(e)})"
+        return None
+
     def image_id(self, ref: str) -> str | None:
         """The id of a local image, or None when the engine has none by that name."""
         image = self._image_or_none(ref)
