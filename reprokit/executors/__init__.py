@@ -64,8 +64,13 @@ def harness_argv(python: str, plan: str, kernels: str, out: str, workers: int) -
 def make_executor(name: str, *, with_torch: bool = False, say=None, stacks: list | None = None) -> Executor:
     """The executor called `name`. `auto` is docker when a daemon answers and can build every
     stack in `stacks` (its base image is local or its registry answers), else venv; it says which."""
+    import os
+
     from reprokit.errors import UsageError
 
+    # Compile-only runs never import torch, a multi-GB CUDA wheel: stacks get it on a GPU, or
+    # when REPROKIT_WITH_TORCH=1 (make ... WITH_TORCH=1) asks for it.
+    with_torch = with_torch or os.environ.get("REPROKIT_WITH_TORCH") == "1"
     if name == "auto":
         from reprokit.executors.docker import DockerExecutor, docker_available
 
