@@ -35,7 +35,9 @@ class VenvExecutor(Executor):
 
     def __init__(self, with_torch: bool = False, python: str | None = None, log=None):
         self.with_torch = with_torch
-        self.python = python or sys.executable
+        # The real interpreter, not a venv's link to it: the spec hash (and so the cache) must not
+        # depend on which venv or checkout reprokit itself runs from.
+        self.python = python or os.path.realpath(sys.executable)
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
 
     def spec(self, stack: Stack) -> dict:
