@@ -85,3 +85,31 @@ def test_a_failing_stack_does_not_stop_the_others(tmp_path, stack_ready, repo_ro
     assert p.returncode == 3
     assert "triton-0.0-broken: FAILED: venv: building triton-0.0-broken failed" in p.stderr
     assert [b.name.split("-h100-")[0] for b in out.glob("*.tgz")] == ["triton-3.6-cu130"]
+
+
+def test_secrets_in_the_environment_never_reach_a_real_bundle(tmp_path, stack_ready, repo_root):
+    import gzip
+    import os
+
+    stack_ready("triton-3.6-cu130")
+    secrets = {
+        "TRITON_REMOTE_CACHE_PASSWORD": "pw-5dd1e0b7a9",               # a knob-like name the harness keeps
+        "CUDA_CACHE_URL": "https://alice:s3cr3t-9f1@cache.invalid/x",  # credentials inside a URL
+        "NVIDIA_API_KEY": "nvapi-7Qx2fLk9PzR4mW8vT1yB",
+        "TORCH_HOME_NOTE": "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",  # a token under an innocent name
+        "HF_TOKEN": "hf_qweRTYuiopASDfghJKLzxcVBNm12345",              # not captured at all, must not leak
+    }
+    env = {**os.environ, **secrets}
+    out = tmp_path / "b"
+    p = reprokit("run", "--gpu", "h100", "--stacks", "triton-3.6-cu130", "--executor", "venv",
+                 "--cases", "tensor_descriptor.p0,host_descriptor.p1", "--out", str(out), cwd=repo_root, env=env)
+    assert p.returncode == 0, p.stderr
+    (bundle,) = out.glob("*.tgz")
+    raw = gzip.decompress(bundle.read_bytes())
+    for name, value in secrets.items():
+        for needle in (value, "s3cr3t-9f1"):
+            if needle in value:
+                assert needle.encode() not in raw, name
+    show = reprokit("show", str(bundle), "--json", cwd=repo_root)
+    redacted = json.loads(show.stdout)
+    assert "TRITON_REMOTE_CACHE_PASSWORD" in json.dumps(redacted)
