@@ -59,8 +59,10 @@ def _astsource_takes_constexprs() -> bool:
 def make_source(fn, signature: dict, constexprs: dict, divisible_by_16: list):
     """ASTSource for `fn` from a name-keyed signature, in whichever form this release takes.
 
-    3.0-3.2 take index-keyed signatures, `constants=` and an AttrsDescriptor; 3.3+ take
-    name-keyed signatures with "constexpr" entries, `constexprs=` and attrs keyed by arg path.
+    3.0-3.1: index-keyed signature, `constants=` and an AttrsDescriptor(divisible_by_16=...);
+    3.2: name-keyed signature of the runtime arguments, name-keyed `constants=` and
+    AttrsDescriptor.from_hints; 3.3+: name-keyed signature with "constexpr" entries,
+    `constexprs=` and attrs keyed by argument path.
     """
     from triton.compiler import ASTSource
 
@@ -72,22 +74,21 @@ def make_source(fn, signature: dict, constexprs: dict, divisible_by_16: list):
         sig = {a: ("constexpr" if a in constexprs else signature[a]) for a in names}
         attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible_by_16}
         return ASTSource(fn, sig, constexprs=dict(constexprs), attrs=attrs)
+    attrs_cls = _attrs_descriptor_class()
+    hints = {names.index(a): 16 for a in divisible_by_16}
+    if attrs_cls is not None and hasattr(attrs_cls, "from_hints"):
+        sig = {a: signature[a] for a in names if a not in constexprs}
+        return ASTSource(fn, sig, constants=dict(constexprs), attrs=attrs_cls.from_hints(hints))
     sig = {names.index(a): ("constexpr" if a in constexprs else signature[a]) for a in names}
     consts = {names.index(a): v for a, v in constexprs.items()}
-    return ASTSource(fn, sig, constants=consts, attrs=_legacy_attrs([names.index(a) for a in divisible_by_16]))
+    attrs = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
+    return ASTSource(fn, sig, constants=consts, attrs=attrs)
 
 
-def _legacy_attrs(indices: list):
+def _attrs_descriptor_class():
     from triton.compiler import compiler as c
 
-    cls = getattr(c, "AttrsDescriptor", None)
-    if cls is None:
-        return None
-    try:
-        return cls(divisible_by_16=set(indices))
-    except TypeError:
-        # 3.1/3.2 build descriptors from hints; without them specialisation is simply off.
-        return None
+    return getattr(c, "AttrsDescriptor", None)
 
 
 def compile_options(num_warps: int, num_stages: int) -> dict:
