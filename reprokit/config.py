@@ -105,14 +105,19 @@ class Config:
         return [self.stack(n.strip()) for n in names.split(",") if n.strip()]
 
 
-def load_config(path: Path | None = None) -> Config:
-    path = path or project_root() / "stacks.toml"
+def load_toml(path: Path) -> dict:
+    """A TOML file parsed; a missing file is a UsageError, a malformed one a ConfigError."""
     try:
-        raw = tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
+
+
+def load_config(path: Path | None = None) -> Config:
+    path = path or project_root() / "stacks.toml"
+    raw = load_toml(path)
     stacks, gpus = {}, {}
     for name, s in raw.get("stacks", {}).items():
         if "triton" not in s:

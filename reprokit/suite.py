@@ -5,15 +5,9 @@ from __future__ import annotations
 import fnmatch
 import re
 import shutil
-import sys
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-from reprokit.config import GpuProfile, project_root
+from reprokit.config import GpuProfile, load_toml, project_root
 from reprokit.errors import ConfigError, UsageError
 
 PLAN_FORMAT = 1
@@ -29,12 +23,7 @@ def kernels_dir() -> Path:
 
 def load_suite(path: Path | None = None) -> dict:
     path = path or kernels_dir() / "suite.toml"
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
+    raw = load_toml(path)
     raw["_path"] = str(path)
     return raw
 

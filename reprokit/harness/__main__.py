@@ -31,7 +31,7 @@ def main(argv=None) -> int:
         print(line, file=log_file, flush=True)
         print(line, file=sys.stderr, flush=True)
 
-    from reprokit.harness import envsnap, runner
+    from reprokit.harness import runner
 
     log(f"harness: {len(plan['cases'])} cases for {plan['profile']['key']} ({plan['profile']['arch']}), "
         f"{args.workers} worker(s), mode {plan.get('mode', 'compile-only')}")

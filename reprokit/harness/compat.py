@@ -137,8 +137,6 @@ def warm_up(capability: int) -> list:
     generator and backend, asking ptxas its version): no MLIR context is created, so no compiler
     threads exist when the process forks. Returns what was warmed, for the log.
     """
-    import functools
-
     warmed = []
     importlib.import_module("triton.compiler.code_generator")
     for mod_name in ("triton.runtime.cache", "triton.compiler.compiler"):
