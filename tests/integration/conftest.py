@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import time
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
