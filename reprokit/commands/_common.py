@@ -32,9 +32,9 @@ def check_workers(n: int) -> int:
 
 
 def console() -> Console:
-    # Tables are wide; a pipe or CI log gets 160 columns rather than rich's 80.
+    # Tables are wide; a pipe or CI log gets 200 columns rather than rich's 80.
     c = Console(highlight=False)
-    return c if c.is_terminal else Console(highlight=False, width=160)
+    return c if c.is_terminal else Console(highlight=False, width=200)
 
 
 def say(msg: str) -> None:

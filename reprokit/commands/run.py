@@ -26,7 +26,7 @@ def print_grid(outcomes, title: str) -> None:
     t = Table(title=title)
     t.add_column("case", no_wrap=True)
     for n in names:
-        t.add_column(n)
+        t.add_column(n[len("triton-"):] if n.startswith("triton-") else n, no_wrap=True)
     for cid, cells in rows:
         t.add_row(cid, *[f"[{_STYLE.get(c.split()[0], 'white')}]{c}[/]" for c in cells])
     console().print(t)
