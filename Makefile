@@ -17,11 +17,12 @@ RK := $(VENV)/bin/reprokit
 export REPROKIT_BASE_IMAGE := $(BASE_IMAGE)
 export REPROKIT_WITH_TORCH := $(WITH_TORCH)
 
-.PHONY: bundle capture replay verify show images test test-unit bench-capture bench-stacks help
+.PHONY: bundle replay verify show images test test-unit bench-capture bench-stacks help
 
 help:
 	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
-	@echo "make verify BUNDLE=bundles/x.tgz | make show BUNDLE=... | make test | make bench-capture"
+	@echo "make replay BUNDLE=bundles/x.tgz [REPLAY_STACKS=a,b] | make verify BUNDLE=... | make show BUNDLE=..."
+	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make bench-capture | bench-bundle | bench-stacks"
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml
@@ -31,6 +32,15 @@ $(VENV)/.installed: pyproject.toml
 
 bundle: $(VENV)/.installed
 	$(RK) run --gpu $(GPU) --stacks $(STACKS) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles
+
+# Rerun a bundle's own plan and kernels: on its own stack, or on REPLAY_STACKS=a,b to compare.
+REPLAY_STACKS ?=
+replay: $(VENV)/.installed
+	$(RK) replay $(BUNDLE) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles $(if $(REPLAY_STACKS),--stacks $(REPLAY_STACKS))
+
+# Build stack images (or venvs, EXECUTOR=venv) ahead of a run.
+images: $(VENV)/.installed
+	$(RK) prepare --stacks $(STACKS) --executor $(EXECUTOR)
 
 verify: $(VENV)/.installed
 	$(RK) verify $(BUNDLE)

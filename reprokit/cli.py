@@ -10,7 +10,7 @@ import sys
 from reprokit import __version__
 from reprokit.errors import BundleInvalid, ReprokitError
 
-VERBS = ("capture", "run", "replay", "bundle", "verify", "show", "stacks")
+VERBS = ("capture", "run", "replay", "bundle", "verify", "show", "prepare", "stacks")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -119,3 +119,14 @@ def test_a_stack_that_cannot_be_prepared_leaves_nothing(tmp_path, config):
         capture(config.stack("triton-3.5-cu130"), config.gpu("h100"), out, _UnpreparableExecutor(),
                 only="block_ptr.p0")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.triton
+def test_prepare_builds_or_reuses_venvs_and_reports_each_stack(repo_root, stack_ready):
+    stack_ready("triton-3.5-cu130")
+    p = reprokit("prepare", "--stacks", "triton-3.5-cu130", "--executor", "venv", "--json", cwd=repo_root)
+    assert p.returncode == 0, p.stderr
+    facts = json.loads(p.stdout)["stacks"]["triton-3.5-cu130"]
+    assert facts["ok"] is True and facts["reused"] is True and facts["venv"].endswith(tuple("0123456789abcdef"))
+    bad = reprokit("prepare", "--stacks", "triton-9.9", "--executor", "venv", cwd=repo_root)
+    assert bad.returncode == 2 and "unknown stack 'triton-9.9'" in bad.stderr
