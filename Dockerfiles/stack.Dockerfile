@@ -40,12 +40,14 @@ RUN test -n "${TRITON_VERSION}" || { echo "build arg TRITON_VERSION is required"
     && /opt/stack/bin/python -m pip install "triton==${TRITON_VERSION}"
 
 # torch comes from its CUDA-specific index (PyPI only for its dependencies); its own Triton
-# requirement must agree with the pin, which the final check enforces.
+# requirement must agree with the pin, which the final check enforces. GPU images also get
+# nvidia-ml-py, which the harness's NVML snapshot reads (pure Python, imported by nothing else).
 RUN if [ "${WITH_TORCH}" = "1" ]; then \
         test -n "${TORCH_VERSION}" -a -n "${TORCH_INDEX}" \
             || { echo "WITH_TORCH=1 needs TORCH_VERSION and TORCH_INDEX" >&2; exit 1; }; \
         /opt/stack/bin/python -m pip install --index-url "${TORCH_INDEX}" \
-            --extra-index-url https://pypi.org/simple "torch==${TORCH_VERSION}" "triton==${TRITON_VERSION}"; \
+            --extra-index-url https://pypi.org/simple "torch==${TORCH_VERSION}" "triton==${TRITON_VERSION}" \
+            nvidia-ml-py; \
     else \
         echo "WITH_TORCH=${WITH_TORCH}: compile-only image, no torch"; \
     fi \

@@ -44,7 +44,8 @@ class VenvExecutor(Executor):
         reqs = [f"triton=={stack.triton}"]
         index = None
         if self.with_torch and stack.torch:
-            reqs.append(f"torch=={stack.torch}")
+            # GPU stacks: torch from its CUDA index, and NVML bindings for the harness's snapshot.
+            reqs += [f"torch=={stack.torch}", "nvidia-ml-py"]
             index = stack.torch_index
         return {"requirements": reqs, "torch_index": index, "base_python": self.python}
 
