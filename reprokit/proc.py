@@ -61,6 +61,11 @@ def run(
         timed_out = True
         _kill_group(proc.pid)
         out, err = proc.communicate()
+    except BaseException:
+        # Ctrl-C reaches only us (the child has its own session): take its whole group down too.
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(err or "")

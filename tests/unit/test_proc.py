@@ -1,0 +1,70 @@
+"""The subprocess helper: timeouts and interrupts take the whole process group down."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from reprokit import proc
+
+# A parent that starts a grandchild which would outlive it, then hangs.
+SPAWNER = ("import subprocess, sys, time; "
+           "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+           "print(p.pid, flush=True); sys.stderr.write('started\\n'); time.sleep(60)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split()[2] != "Z"
+
+
+def test_timeout_kills_the_group_and_keeps_stderr(tmp_path):
+    t0 = time.monotonic()
+    r = proc.run([sys.executable, "-c", SPAWNER], timeout=1.5, log_path=tmp_path / "err.log")
+    assert r.timed_out and not r.ok and time.monotonic() - t0 < 10
+    grandchild = int(r.stdout.split()[0])
+    time.sleep(0.2)
+    assert not _alive(grandchild)
+    assert r.stderr_tail == "started" and (tmp_path / "err.log").read_text() == "started\n"
+
+
+def test_interrupt_kills_the_group_and_propagates():
+    main = threading.main_thread()
+    pids = []
+
+    def interrupt():
+        time.sleep(1.0)
+        signal.pthread_kill(main.ident, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        r = proc.run([sys.executable, "-c", SPAWNER])
+        pids.append(r)
+    assert not pids
+    # No process of ours is left sleeping: every python started above is gone.
+    time.sleep(0.2)
+    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith("time.sleep(60)")]
+    assert leftovers == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def test_ok_and_exit_code():
+    r = proc.run([sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"])
+    assert r.returncode == 3 and r.stdout == "hi\n" and not r.ok and not r.timed_out
