@@ -31,6 +31,12 @@ class Capture:
     def executor_facts(self) -> dict:
         return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
 
+    def warnings(self) -> list[str]:
+        """What the user set that this stack ignores: knob-like variables its Triton never reads."""
+        env = json.loads((self.out_dir / "env.json").read_text())
+        return [f"{k['name']} is set, but {k['why'].split(';')[0]}" for k in env.get("unread_knobs") or []
+                if k.get("set")]
+
 
 def check_out_dir(out_dir: Path, force: bool) -> bool:
     """Refuse a non-empty out_dir unless forced; True when it holds something to replace."""

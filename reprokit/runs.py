@@ -22,6 +22,7 @@ class StackOutcome:
     bundle: Path | None
     results: dict | None
     error: str | None
+    warnings: tuple = ()
 
     @property
     def ok(self) -> bool:
@@ -50,7 +51,7 @@ def run_stacks(stacks: list[Stack], profile: GpuProfile, executor: Executor, out
                 path = write_bundle(cap.out_dir, out, stack={"name": stack.name, **stack.pins()},
                                     profile=profile.to_dict(), executor=cap.executor_facts(), mode=cap.mode,
                                     share=share, parent=parent)
-                outcomes.append(StackOutcome(stack.name, path, cap.results, None))
+                outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings())))
             except ReprokitError as e:
                 outcomes.append(StackOutcome(stack.name, None, None, str(e)))
             if progress:

@@ -45,9 +45,11 @@ def run(args) -> int:
     cap = capture(stack, profile, args.out, executor, workers=workers, mode=mode, only=args.cases,
                   case_timeout_s=args.case_timeout, force=args.force)
     cases = cap.results["cases"]
+    for w in cap.warnings():
+        say(f"warning: {w}")
     if args.json:
         print(json.dumps({"stack": stack.name, "gpu": profile.key, "mode": cap.mode, "out": str(cap.out_dir),
-                          "cases": [flat_case(c) for c in cases]}, indent=1))
+                          "warnings": cap.warnings(), "cases": [flat_case(c) for c in cases]}, indent=1))
     else:
         console().print(verdict_table(cases, title=f"{stack.name} (triton {cap.results['triton']}) on {profile.key}, {cap.mode}"))
         say(f"capture written to {cap.out_dir}")

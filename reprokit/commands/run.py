@@ -32,6 +32,8 @@ def print_grid(outcomes, title: str) -> None:
     console().print(t)
     for o in outcomes:
         say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
+        for w in o.warnings:
+            say(f"{o.stack}: warning: {w}")
 
 
 def add_parser(sub) -> None:
@@ -75,7 +77,8 @@ def run(args) -> int:
                               case_timeout_s=args.case_timeout, share=args.share, progress=progress)
     if args.json:
         print(json.dumps({"gpu": profile.key, "mode": mode, "executor": executor.name, "stacks": [
-            {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error} for o in outcomes]},
+            {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,
+             "warnings": list(o.warnings)} for o in outcomes]},
             indent=1))
     else:
         print_grid(outcomes, f"TMA verdicts on {profile.key} ({profile.arch}), {mode}, executor {executor.name}")

@@ -130,3 +130,18 @@ def test_prepare_builds_or_reuses_venvs_and_reports_each_stack(repo_root, stack_
     assert facts["ok"] is True and facts["reused"] is True and facts["venv"].endswith(tuple("0123456789abcdef"))
     bad = reprokit("prepare", "--stacks", "triton-9.9", "--executor", "venv", cwd=repo_root)
     assert bad.returncode == 2 and "unknown stack 'triton-9.9'" in bad.stderr
+
+
+@pytest.mark.triton
+def test_a_knob_the_stack_never_reads_is_a_warning(tmp_path, repo_root, stack_ready):
+    import os
+
+    stack_ready("triton-3.0-cu129")
+    env = {**os.environ, "TRITON_TMA_ENABLE": "1"}
+    p = subprocess.run([sys.executable, "-m", "reprokit", "capture", "--gpu", "h100", "--out", str(tmp_path / "c"),
+                        "--executor", "venv", "--stack", "triton-3.0-cu129", "--cases", "block_ptr.p0", "--json"],
+                       capture_output=True, text=True, cwd=repo_root, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["warnings"] == [
+        "TRITON_TMA_ENABLE is set, but triton 3.0.0 reads TRITON_TMA_ENABLE nowhere (Python sources and libtriton)"]
+    assert "warning: TRITON_TMA_ENABLE is set" in p.stderr
