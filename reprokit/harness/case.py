@@ -71,8 +71,21 @@ class PtxasRecorder:
             if log_path and os.path.exists(log_path):
                 with open(log_path, errors="replace") as f:
                     log = f.read()
-            self.calls.append({"argv": [a for a in argv if not a.startswith("2>")], "returncode": rc,
+            self.calls.append({"argv": _without_redirects(argv), "returncode": rc,
                                "seconds": round(time.perf_counter() - start, 4), "log": log})
+
+
+def _without_redirects(argv: list) -> list:
+    """3.0 runs ptxas through a shell string ending in `2> LOG`: keep the command, not the plumbing."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "2>":
+            skip = True
+        elif not a.startswith("2>"):
+            out.append(a)
+    return out
 
 
 def load_kernel(kernels_dir: str, file: str, function: str):
