@@ -13,49 +13,60 @@ from collections import Counter
 
 LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 
-# level -> (data-movement pattern, set-up pattern). Patterns are matched per op occurrence.
+# level -> data-movement patterns, set-up patterns. Each starts with a literal, so the regex
+# engine scans for it fast (LLVM IR with debug info runs to megabytes); word
+# boundaries and comments are checked per match instead of in the pattern.
 _MOVE = {
-    "ttir": r"\btt\.(?:experimental_)?descriptor_(?:load|store|gather|scatter|reduce)\b",
-    "ttgir": r"\b(?:ttng|triton_nvidia_gpu)\.async_tma_(?:copy_global_to_local|copy_local_to_global|gather|scatter|reduce)\b",
-    "llir": r"\bcp\.(?:reduce\.)?async\.bulk\.tensor\.[\w.:]+|llvm\.nvvm\.cp\.async\.bulk\.tensor\.[\w.]+",
-    "ptx": r"\bcp\.(?:reduce\.)?async\.bulk\.tensor\.[\w.:]+",
-    "sass": r"\bU(?:TMALDG|TMASTG|TMAREDG|BLKCP|BLKRED)\b",
+    "ttir": [r"tt\.(?:experimental_)?descriptor_(?:load|store|gather|scatter|reduce)\b"],
+    "ttgir": [r"ttng\.async_tma_(?:copy_global_to_local|copy_local_to_global|gather|scatter|reduce)\b",
+              r"triton_nvidia_gpu\.async_tma_(?:copy_global_to_local|copy_local_to_global|gather|scatter|reduce)\b"],
+    "llir": [r"cp\.async\.bulk\.tensor\.[\w.:]+", r"cp\.reduce\.async\.bulk\.tensor\.[\w.:]+",
+             r"llvm\.nvvm\.cp\.async\.bulk\.tensor\.[\w.]+"],
+    "ptx": [r"cp\.async\.bulk\.tensor\.[\w.:]+", r"cp\.reduce\.async\.bulk\.tensor\.[\w.:]+"],
+    "sass": [r"UTMALDG\b", r"UTMASTG\b", r"UTMAREDG\b", r"UBLKCP\b", r"UBLKRED\b"],
 }
 _SETUP = {
-    "ttir": r"\btt\.(?:make_tensor_descriptor|reinterpret_tensor_descriptor)\b",
-    "ttgir": r"\b(?:ttng|triton_nvidia_gpu)\.(?:tensormap_\w+|async_tma_store_wait|reinterpret_tensor_descriptor)\b",
-    "llir": r"\btensormap\.[\w.:]+|\bfence\.proxy\.tensormap[\w.:]*",
-    "ptx": r"\btensormap\.[\w.:]+|\bfence\.proxy\.tensormap[\w:.]*|\bprefetch\.tensormap\b",
-    "sass": r"\bU(?:TMACCTL|TMACMDFLUSH|TMAPF)\b",
+    "ttir": [r"tt\.make_tensor_descriptor\b", r"tt\.reinterpret_tensor_descriptor\b"],
+    "ttgir": [r"ttng\.(?:tensormap_\w+|async_tma_store_wait|reinterpret_tensor_descriptor)\b",
+              r"triton_nvidia_gpu\.(?:tensormap_\w+|async_tma_store_wait|reinterpret_tensor_descriptor)\b"],
+    "llir": [r"tensormap\.[\w.:]+", r"fence\.proxy\.tensormap[\w.:]*"],
+    "ptx": [r"tensormap\.[\w.:]+", r"fence\.proxy\.tensormap[\w:.]*", r"prefetch\.tensormap\b"],
+    "sass": [r"UTMACCTL\b", r"UTMACMDFLUSH\b", r"UTMAPF\b"],
 }
-_MOVE_RE = {k: re.compile(v) for k, v in _MOVE.items()}
-_SETUP_RE = {k: re.compile(v) for k, v in _SETUP.items()}
-# Lines that only mention an op (comments in MLIR, `//` in PTX/SASS headers) are not ops.
+_MOVE_RE = {k: [re.compile(p) for p in v] for k, v in _MOVE.items()}
+_SETUP_RE = {k: [re.compile(p) for p in v] for k, v in _SETUP.items()}
+# Lines that only mention an op (comments in MLIR, `//` in PTX, `;` in LLVM IR) are not ops.
+# SASS listings put the encoding in `/* ... */`, never an op name.
 _COMMENT = {"ttir": "//", "ttgir": "//", "llir": ";", "ptx": "//", "sass": None}
 
 
-def _strip_comments(level: str, text: str) -> str:
+def _is_op(level: str, text: str, pos: int) -> bool:
+    """A match counts when it starts a word and does not sit in a comment."""
+    if pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] in "_."):
+        return False
     mark = _COMMENT[level]
     if mark is None:
-        return text
-    return "\n".join(line.split(mark, 1)[0] if mark in line else line for line in text.splitlines())
+        return True
+    line_start = text.rfind("\n", 0, pos) + 1
+    return text.find(mark, line_start, pos) < 0
 
 
 def scan(level: str, text: str) -> tuple[int, dict]:
     """Return (data-movement count, {op: count} for movement and set-up ops) for one IR level."""
-    body = _strip_comments(level, text)
     ops = Counter()
-    for m in _MOVE_RE[level].finditer(body):
-        ops[_normalise(m.group(0))] += 1
+    for rx in _MOVE_RE[level]:
+        for m in rx.finditer(text):
+            if _is_op(level, text, m.start()):
+                ops[_normalise(m.group(0))] += 1
     moves = sum(ops.values())
-    for m in _SETUP_RE[level].finditer(body):
-        ops[_normalise(m.group(0))] += 1
+    for rx in _SETUP_RE[level]:
+        for m in rx.finditer(text):
+            if _is_op(level, text, m.start()):
+                ops[_normalise(m.group(0))] += 1
     return moves, dict(sorted(ops.items()))
 
 
 def _normalise(op: str) -> str:
-    # `cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes` keeps its
-    # direction but drops nothing; SASS suffixes like `.2D` are already outside the match.
     return op.replace("triton_nvidia_gpu.", "ttng.")
 
 
