@@ -2,8 +2,8 @@
 
 All figures come from one run on one stack (a cached venv), as ratios against the baseline
 measured here: overhead of a sequential capture (target <= 1.10x), and the speed-up of a
-capture with 2 workers over the sequential baseline (target >= 1.7x). Each figure is the
-best of --repeat runs.
+capture with 2 workers over the sequential baseline (target >= 1.7x). Runs are interleaved;
+each figure is the best of --repeat runs, and the medians follow.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,14 +63,19 @@ def main() -> int:
             raise SystemExit(f"harness failed: {r.log_tail}")
         return seconds
 
+    runs = {"base": [], "seq_nosass": [], "par_nosass": [], "seq": [], "par": []}
     try:
-        base = min(bare() for _ in range(args.repeat))
-        seq_nosass = min(captured(1, sass=False) for _ in range(args.repeat))
-        par_nosass = min(captured(2, sass=False) for _ in range(args.repeat))
-        seq = min(captured(1) for _ in range(args.repeat))
-        par = min(captured(2) for _ in range(args.repeat))
+        # Interleaved, so that drift in the machine's speed falls on every figure alike.
+        for _ in range(args.repeat):
+            runs["base"].append(bare())
+            runs["seq_nosass"].append(captured(1, sass=False))
+            runs["par_nosass"].append(captured(2, sass=False))
+            runs["seq"].append(captured(1))
+            runs["par"].append(captured(2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    base, seq_nosass, par_nosass, seq, par = (min(runs[k]) for k in ("base", "seq_nosass", "par_nosass", "seq", "par"))
+    med = {k: statistics.median(v) for k, v in runs.items()}
     n = len(plan["cases"])
     print(f"stack {stack.name} (triton {stack.triton}), profile {profile.key}, {n} cases, best of {args.repeat}")
     print(f"  bare triton.compile, sequential   {base:7.2f} s   1.00x (baseline)")
@@ -82,6 +88,9 @@ def main() -> int:
     print(f"    capture, 1 worker               {seq:7.2f} s   overhead {100 * (seq / base - 1):+.1f}%")
     print(f"    capture, 2 workers              {par:7.2f} s   {base / par:.2f}x of baseline; "
           f"{seq / par:.2f}x faster than its own 1-worker run")
+    print(f"  medians: baseline {med['base']:.2f} s; no SASS {med['seq_nosass']:.2f} s "
+          f"({100 * (med['seq_nosass'] / med['base'] - 1):+.1f}%) and {med['par_nosass']:.2f} s "
+          f"({med['base'] / med['par_nosass']:.2f}x); with SASS {med['seq']:.2f} s and {med['par']:.2f} s")
     return 0
 
 
