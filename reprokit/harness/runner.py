@@ -23,7 +23,8 @@ from reprokit.harness import FORMAT, case as case_mod, oracle
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
 _PASS_RES = (
-    re.compile(r"Pipeline failed while executing \[`(\w+)`"),
+    # "... executing [`Pass` on ...]" without a reproducer path, "... executing `Pass` on ..." with one.
+    re.compile(r"Pipeline failed while executing \[?`(\w+)`"),
     re.compile(r"Running pass '([^']+)'"),
 )
 _CRASH_LINE = re.compile(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|.*\berror: .*|Segmentation fault.*)")
