@@ -35,20 +35,35 @@ def utcnow() -> str:
 
 
 class Job:
-    def __init__(self, case: dict, case_dir: str, scratch: str, timeout_s: float):
+    """One process's work: a case, or (repro=True) the rerun of a failed case that records the
+    MLIR reproducer, writing into its own scratch so the case's own record stays as it was."""
+
+    def __init__(self, case: dict, case_dir: str, scratch: str, timeout_s: float, repro: bool = False):
         self.case = case
         self.case_dir = case_dir
         self.scratch = scratch
         self.timeout_s = timeout_s
+        self.repro = repro
         self.pid = None
         self.wake = None
         self.started = None
 
+    def rerun_for_reproducer(self) -> "Job":
+        scratch = self.scratch + ".repro"
+        os.makedirs(os.path.join(scratch, "out"), exist_ok=True)
+        return Job(self.case, os.path.join(scratch, "out"), scratch, self.timeout_s, repro=True)
 
-def _child_env(scratch: str, case_dir: str) -> None:
+
+def _child_env(scratch: str, repro: bool) -> None:
     home = os.path.join(scratch, "home")
     os.makedirs(home, exist_ok=True)
-    os.makedirs(os.path.join(scratch, "repro"), exist_ok=True)
+    if repro:
+        # Releases write one reproducer per stage (`<path>.make_ttgir.repro.mlir`) or one file
+        # at the path itself. Only reruns of failed cases ask for them: with a reproducer path
+        # MLIR clones and verifies the module around every pass, which slows every compile by
+        # about a tenth and is not how the user's compile ran.
+        os.makedirs(os.path.join(scratch, "repro"), exist_ok=True)
+        os.environ["TRITON_REPRODUCER_PATH"] = os.path.join(scratch, "repro", "reproducer.mlir")
     os.environ.update({
         "TRITON_CACHE_DIR": os.path.join(scratch, "cache"),
         "TRITON_DUMP_DIR": os.path.join(scratch, "dump"),
@@ -56,9 +71,6 @@ def _child_env(scratch: str, case_dir: str) -> None:
         # 3.0 ignores TRITON_DUMP_DIR and writes under ~/.triton: an own HOME keeps cases apart.
         "HOME": home,
         "TRITON_HOME": home,
-        # Releases write one reproducer per stage (`<path>.make_ttgir.repro.mlir`) or one file at
-        # the path itself; they land in scratch and only a failing case keeps its last one.
-        "TRITON_REPRODUCER_PATH": os.path.join(scratch, "repro", "reproducer.mlir"),
     })
 
 
@@ -78,7 +90,7 @@ def _start(job: Job, plan: dict, kernels_dir: str) -> None:
             os.dup2(fd, 1)
             os.dup2(fd, 2)
             os.close(fd)
-            _child_env(job.scratch, job.case_dir)
+            _child_env(job.scratch, job.repro)
             code = case_mod.child_main(job.case, plan, kernels_dir, job.case_dir)
         except BaseException:
             import traceback
@@ -132,7 +144,6 @@ def _finish(job: Job, status: int | None, timed_out: bool) -> dict:
         rec["artifacts"]["compile_log"] = "compile.log"
     if rec.get("status") in ("crash", "compile_error", "timeout"):
         _keep_partial_ir(job, rec)
-        _keep_reproducer(job, rec, log)
         if rec.get("error") in (None, "PassManager::run failed") or rec.get("status") == "crash":
             diag = _first_diagnostic(log)
             if diag and (rec.get("error") in (None, "PassManager::run failed") or diag not in rec["error"]):
@@ -148,20 +159,29 @@ def _first_diagnostic(log: str):
     return None
 
 
-def _keep_reproducer(job: Job, rec: dict, log: str) -> None:
-    """Keep the MLIR reproducer of the stage that failed: the newest one the compiler wrote."""
-    repro_dir = os.path.join(job.scratch, "repro")
+def _wants_reproducer(rec: dict, log: str) -> bool:
+    """A crash, or a failure inside an MLIR pass pipeline that did not print its reproducer.
+    (Front-end errors fail before any pass runs: a rerun would find nothing.)"""
+    if rec.get("status") == "crash":
+        return True
+    return rec.get("status") == "compile_error" and "Pipeline failed" in log
+
+
+def _take_reproducer(rerun: Job, original_dir: str, rec: dict) -> None:
+    """Keep the reproducer of the stage that failed: the newest one the rerun wrote."""
+    repro_dir = os.path.join(rerun.scratch, "repro")
     files = [os.path.join(repro_dir, f) for f in os.listdir(repro_dir)] if os.path.isdir(repro_dir) else []
     files = [f for f in files if os.path.getsize(f) > 0]
-    dest = os.path.join(job.case_dir, "reproducer.mlir")
+    dest = os.path.join(original_dir, "reproducer.mlir")
     if files:
-        shutil.copyfile(max(files, key=os.path.getmtime), dest)
-    elif "mlir_reproducer" in log:
-        # Some releases print the reproducer to stderr instead of the requested file.
-        with open(dest, "w") as f:
-            f.write(_reproducer_from_log(log))
+        shutil.copyfile(max(files, key=lambda f: os.stat(f).st_mtime_ns), dest)
     else:
-        return
+        log_path = os.path.join(rerun.case_dir, "compile.log")
+        log = open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
+        if "mlir_reproducer" not in log:
+            return
+        with open(dest, "w") as f:  # some releases print it to stderr instead of the path
+            f.write(_reproducer_from_log(log))
     rec["artifacts"]["reproducer"] = "reproducer.mlir"
 
 
@@ -246,9 +266,17 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                     continue
                 del running[pid]
                 os.close(job.wake)
+                cid = job.case["id"]
+                if job.repro:
+                    _take_reproducer(job, os.path.join(cases_root, cid), records[cid])
+                    continue
                 rec = _finish(job, status, timed_out)
-                records[job.case["id"]] = rec
-                log(f"{job.case['id']}: {rec['status']} ({rec['wall_s']:.2f} s)")
+                records[cid] = rec
+                log(f"{cid}: {rec['status']} ({rec['wall_s']:.2f} s)")
+                log_path = os.path.join(job.case_dir, "compile.log")
+                full_log = open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
+                if _wants_reproducer(rec, full_log):
+                    pending.append(job.rerun_for_reproducer())  # next to start
     finally:
         for pid in running:
             try:

@@ -145,6 +145,10 @@ def test_compiler_abort_leaves_evidence_and_the_run_goes_on(captured):
     assert "UNREACHABLE" in c["error"] and "UNREACHABLE" in c["stderr_tail"]
     log = (cap.out_dir / c["artifacts"]["compile_log"]).read_text()
     assert "unsupported shared memory layout" in log
+    # The crash is compiled once more with a reproducer path, which only failed cases get.
+    assert "tt.func" in (cap.out_dir / c["artifacts"]["reproducer"]).read_text()
+    ok = by_id(cap)["experimental_descriptor.p0"]
+    assert "reproducer" not in ok["artifacts"] and not list((cap.out_dir / "cases" / ok["id"]).glob("*repro*"))
     after = [x for x in cap.results["cases"] if x["status"] == "ok"]
     assert len(after) >= 8  # the cases queued after the crash still compiled
 
@@ -158,6 +162,8 @@ def test_mlir_pass_failure_names_the_pass_and_keeps_a_reproducer(captured):
     assert "between 1 and 5 coordinates" in c["error"]
     repro = (cap.out_dir / c["artifacts"]["reproducer"]).read_text()
     assert "tt.descriptor_load" in repro
+    # A front-end refusal fails before any pass runs: no reproducer, and no rerun for one.
+    assert "reproducer" not in by_id(cap)["tensor_descriptor.p1"]["artifacts"]
 
 
 def test_timeout_kills_the_case_and_the_others_complete(captured):
