@@ -108,12 +108,11 @@ def load_kernel(kernels_dir: str, file: str, function: str):
 
 
 def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dict:
-    """Compile one case and write its artifacts; return the record for metadata.json."""
+    """Compile one case and write its artifacts; return the record for metadata.json.
+
+    The runner has already set aside cases whose API this release lacks.
+    """
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
-    reason = compat.missing_requirement(case.get("requires", []))
-    if reason:
-        rec.update(status="unsupported", error=reason)
-        return rec
     import triton
 
     fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])

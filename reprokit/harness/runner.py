@@ -19,7 +19,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, case as case_mod, oracle
+from reprokit.harness import FORMAT, case as case_mod, compat, oracle
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
 _PASS_RES = (
@@ -108,14 +108,19 @@ def _start(job: Job, plan: dict, kernels_dir: str) -> None:
     job.started = time.perf_counter()
 
 
-def _finish(job: Job, status: int | None, timed_out: bool) -> dict:
+def _read_log(case_dir: str) -> str:
+    path = os.path.join(case_dir, "compile.log")
+    if not os.path.exists(path):
+        return ""
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def _finish(job: Job, status: int | None, timed_out: bool) -> tuple[dict, str]:
+    """The case's record (from its metadata.json, or from how its process ended), and its log."""
     wall = round(time.perf_counter() - job.started, 4)
     md_path = os.path.join(job.case_dir, "metadata.json")
-    log_path = os.path.join(job.case_dir, "compile.log")
-    log = ""
-    if os.path.exists(log_path):
-        with open(log_path, errors="replace") as f:
-            log = f.read()
+    log = _read_log(job.case_dir)
     rec = None
     if not timed_out and os.path.exists(md_path):
         with open(md_path) as f:
@@ -148,7 +153,7 @@ def _finish(job: Job, status: int | None, timed_out: bool) -> dict:
             diag = _first_diagnostic(log)
             if diag and (rec.get("error") in (None, "PassManager::run failed") or diag not in rec["error"]):
                 rec["error"] = diag if rec.get("status") != "crash" else f"{diag} ({rec['error']})"
-    return rec
+    return rec, log
 
 
 def _first_diagnostic(log: str):
@@ -176,8 +181,7 @@ def _take_reproducer(rerun: Job, original_dir: str, rec: dict) -> None:
     if files:
         shutil.copyfile(max(files, key=lambda f: os.stat(f).st_mtime_ns), dest)
     else:
-        log_path = os.path.join(rerun.case_dir, "compile.log")
-        log = open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
+        log = _read_log(rerun.case_dir)
         if "mlir_reproducer" not in log:
             return
         with open(dest, "w") as f:  # some releases print it to stderr instead of the path
@@ -213,8 +217,6 @@ def _reproducer_from_log(log: str) -> str:
 def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=print) -> dict:
     """Run every case of the plan; write results.json and summary.tsv under out_dir; return results."""
     import triton  # imported once here so that every forked case starts with it loaded
-
-    from reprokit.harness import compat
 
     t_warm = time.perf_counter()
     warmed = compat.warm_up(plan["profile"]["capability"])
@@ -270,12 +272,10 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 if job.repro:
                     _take_reproducer(job, os.path.join(cases_root, cid), records[cid])
                     continue
-                rec = _finish(job, status, timed_out)
+                rec, compile_log = _finish(job, status, timed_out)
                 records[cid] = rec
                 log(f"{cid}: {rec['status']} ({rec['wall_s']:.2f} s)")
-                log_path = os.path.join(job.case_dir, "compile.log")
-                full_log = open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
-                if _wants_reproducer(rec, full_log):
+                if _wants_reproducer(rec, compile_log):
                     pending.append(job.rerun_for_reproducer())  # next to start
     finally:
         for pid in running:
