@@ -39,7 +39,7 @@ def main() -> int:
     ex = VenvExecutor()
     python = ex.prepare(stack)["python"]
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
-    plan = build_plan(profile, {"name": stack.name, **stack.pins()})
+    plan = build_plan(profile, stack.pins())
     (work / "plan.json").write_text(json.dumps(plan))
     (work / "plan-nosass.json").write_text(json.dumps({**plan, "sass": False}))
     copy_kernels(plan, kernels_dir(), work / "kernels")

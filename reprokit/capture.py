@@ -62,7 +62,7 @@ def capture(stack: Stack, profile: GpuProfile, out_dir: Path, executor: Executor
     shutil.rmtree(work, ignore_errors=True)
     (work / "logs").mkdir(parents=True)
     if plan is None:
-        plan = build_plan(profile, stack.pins() | {"name": stack.name}, mode=mode, only=only,
+        plan = build_plan(profile, stack.pins(), mode=mode, only=only,
                           timeout_s=case_timeout_s)
     (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
     copy_kernels(plan, Path(kernels or kernels_dir()), work / "kernels")

@@ -48,7 +48,7 @@ def run_stacks(stacks: list[Stack], profile: GpuProfile, executor: Executor, out
                               kernels=kernels)
                 if progress:
                     progress(stack.name, "bundling")
-                path = write_bundle(cap.out_dir, out, stack={"name": stack.name, **stack.pins()},
+                path = write_bundle(cap.out_dir, out, stack=stack.pins(),
                                     profile=profile.to_dict(), executor=cap.executor_facts(), mode=cap.mode,
                                     share=share, parent=parent)
                 outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings())))
@@ -65,7 +65,7 @@ def _plan_for(plan: dict | None, stack: Stack) -> dict | None:
     """A replayed plan runs as recorded, but names the stack it now runs on."""
     if plan is None:
         return None
-    return {**plan, "stack": {"name": stack.name, **stack.pins()}}
+    return {**plan, "stack": stack.pins()}
 
 
 def grid(outcomes: list[StackOutcome]) -> tuple[list[str], list[tuple[str, list[str]]]]:

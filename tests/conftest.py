@@ -63,7 +63,7 @@ def captured(tmp_path_factory, config, venv_executor, stack_ready):
         if k not in cache:
             s = stack_ready(stack)
             profile = config.gpu(gpu)
-            plan = build_plan(profile, {"name": s.name, **s.pins()}, only=cases)
+            plan = build_plan(profile, s.pins(), only=cases)
             if edit:
                 plan = edit(copy.deepcopy(plan))
             out = tmp_path_factory.mktemp("cap") / f"{stack}-{gpu}"

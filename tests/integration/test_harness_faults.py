@@ -24,7 +24,7 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     shutil.copytree(kernels_dir(), kernels)
     (kernels / "segv.py").write_text(SEGV)
     (kernels / "hang.py").write_text(HANG)
-    plan = build_plan(config.gpu("h100"), {"name": stack.name, **stack.pins()}, only="tensor_descriptor.p0")
+    plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0")
     real = plan["cases"][0]
     plan["cases"] = [
         {**real, "id": "fault.segv", "kernel": {"file": "segv.py", "function": "copy_p0"}},
