@@ -66,12 +66,11 @@ def run(args) -> int:
     executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=stacks)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
                   TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
-        tasks = {s.name: bar.add_task(s.name, total=3, state="waiting") for s in stacks}
-        steps = {"capturing": 1, "bundling": 2, "done": 3, "failed": 3}
+        tasks = {s.name: bar.add_task(s.name, total=2, state="waiting") for s in stacks}
+        steps_done = {"capturing": 0, "bundling": 1, "done": 2, "failed": 2}
 
         def progress(name: str, state: str) -> None:
-            bar.update(tasks[name], completed=steps[state] - 1 if state in ("capturing", "bundling") else 3,
-                       state=state)
+            bar.update(tasks[name], completed=steps_done[state], state=state)
 
         outcomes = run_stacks(stacks, profile, executor, args.out, workers=workers, mode=mode, only=args.cases,
                               case_timeout_s=args.case_timeout, share=args.share, progress=progress)
