@@ -11,7 +11,7 @@ import socket
 import sys
 import time
 
-from reprokit.harness import FORMAT, compat, redact
+from reprokit.harness import FORMAT, compat, elf, redact
 
 ENV_PREFIXES = ("TRITON_", "MLIR_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "NCCL_")
 ENV_NAMES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH", "SOURCE_DATE_EPOCH")
@@ -123,7 +123,11 @@ def knobs_read_by_python() -> set:
 
 
 def _read_by_library(names: set) -> set:
-    """Which of `names` appear in libtriton.so (getenv in C++); only the names asked about."""
+    """Which of `names` appear in libtriton.so (getenv in C++); only the names asked about.
+
+    String literals live in the library's .rodata, about a tenth of its 400 MB: only that is
+    searched when the file is an ELF we can read, else the whole file.
+    """
     import triton
 
     found = set()
@@ -134,10 +138,18 @@ def _read_by_library(names: set) -> set:
         if not f.endswith(".so"):
             continue
         with open(os.path.join(lib_dir, f), "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            spans = _rodata_spans(m) or [(0, len(m))]
             for n in names - found:
-                if m.find(n.encode() + b"\0") >= 0:
+                needle = n.encode() + b"\0"
+                if any(m.find(needle, start, end) >= 0 for start, end in spans):
                     found.add(n)
     return found
+
+
+def _rodata_spans(m) -> list:
+    """(start, end) file offsets of the .rodata* sections, or [] when the file is no readable ELF."""
+    return [(s.offset, s.offset + s.size) for s in elf.sections(m)
+            if s.kind == elf.SHT_PROGBITS and s.name.startswith(b".rodata")]
 
 
 def unread_knobs(environ) -> list:
