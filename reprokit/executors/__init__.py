@@ -45,13 +45,48 @@ class Executor(ABC):
         """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir."""
 
 
+def cache_root() -> Path:
+    """Where venvs, build logs and the SASS cache live: $REPROKIT_CACHE, else ~/.cache/reprokit."""
+    import os
+
+    env = os.environ.get("REPROKIT_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprokit"
+
+
+def sass_cache() -> Path | None:
+    """The folder the harness keeps disassembled SASS in (keyed by tool and cubin bytes), or None.
+
+    $REPROKIT_SASS_CACHE names it (`off` turns it off); the default is <cache root>/sass. A
+    folder that cannot be made only means every cubin is disassembled again.
+    """
+    import os
+
+    value = os.environ.get("REPROKIT_SASS_CACHE")
+    if value is not None and value.strip().lower() in ("", "0", "off", "no", "false"):
+        return None
+    path = Path(value).resolve() if value else cache_root() / "sass"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
 def harness_env(extra: dict | None = None) -> dict:
-    """The environment a host-side harness run gets: ours, with reprokit importable first."""
+    """The environment a host-side harness run gets: ours, with reprokit importable first and
+    the SASS cache named (or unset when it is off)."""
     import os
 
     env = dict(os.environ)
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    cache = sass_cache()
+    if cache is None:
+        env.pop("REPROKIT_SASS_CACHE", None)
+    else:
+        env["REPROKIT_SASS_CACHE"] = str(cache)
     env.update(extra or {})
     return env
 

@@ -29,13 +29,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from reprokit.config import PACKAGE_DIR, Stack, project_root
 from reprokit.errors import ExecutorError
-from reprokit.executors import Executor, RunResult, harness_argv
-from reprokit.executors.venv import cache_root
+from reprokit.executors import Executor, RunResult, cache_root, harness_argv, sass_cache
 from reprokit.proc import tail
 
 DEFAULT_DOCKERFILE = "Dockerfiles/stack.Dockerfile"
 # Where the host's reprokit package appears in the container (read-only); PYTHONPATH points here.
 PACKAGE_MOUNT = "/opt/reprokit"
+SASS_CACHE_MOUNT = "/cache/sass"
 BUILD_TIMEOUT_S = 3600  # docker-py's socket timeout while a build streams: pip can be silent for minutes
 KILL_WAIT_S = 30
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
@@ -386,9 +386,14 @@ class DockerExecutor(Executor):
             Mount("/in/kernels", str(kernels), type="bind", read_only=True),
             Mount("/out", str(capture_dir), type="bind", read_only=False),
         ]
+        env = {}
+        cache = sass_cache()
+        if cache is not None:  # shared with venv runs: keys name the disassembler's own bytes
+            mounts.append(Mount(SASS_CACHE_MOUNT, str(cache), type="bind", read_only=False))
+            env["REPROKIT_SASS_CACHE"] = SASS_CACHE_MOUNT
         argv = harness_argv("python", "/in/plan.json", "/in/kernels", "/out", workers)
         # Like the local executor: the run's whole output beside the harness's own log.
-        return self.run_command(stack, argv, mounts=mounts, timeout_s=timeout_s, gpu=gpu,
+        return self.run_command(stack, argv, mounts=mounts, timeout_s=timeout_s, gpu=gpu, env=env,
                                 log_path=capture_dir / "logs" / "executor.log")
 
     def run_command(self, stack: Stack, argv: list[str], *, timeout_s: float, mounts: list | None = None,

@@ -17,17 +17,10 @@ from pathlib import Path
 from reprokit import proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
-from reprokit.executors import Executor, RunResult
+from reprokit.executors import Executor, RunResult, cache_root
 from reprokit.executors.local import run_python_harness
 
 MARKER = "reprokit-venv.json"
-
-
-def cache_root() -> Path:
-    env = os.environ.get("REPROKIT_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprokit"
 
 
 class VenvExecutor(Executor):

@@ -48,7 +48,11 @@ def main(argv=None) -> int:
     counts = {}
     for c in results["cases"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
-    log("harness: done in %.1f s: %s" % (results["wall_s"], ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))))
+    sass = [c["sass_tool"] for c in results["cases"] if c.get("sass_tool")]
+    cached = sum(1 for t in sass if t.get("cache"))
+    log("harness: done in %.1f s: %s%s" % (
+        results["wall_s"], ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
+        f"; SASS of {cached} of {len(sass)} cubins from the cache" if cached else ""))
     return 0
 
 

@@ -7,6 +7,7 @@ the record from the exit status and compile.log instead.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import time
 import traceback
 import types
 
-from reprokit.harness import compat, oracle
+from reprokit.harness import compat, elf, oracle
 
 # Triton's asm keys, in pipeline order, and the file suffix each is written under.
 STAGES = (("ttir", "ttir"), ("ttgir", "ttgir"), ("llir", "llir"), ("ptx", "ptx"), ("cubin", "cubin"))
@@ -145,7 +146,9 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
             texts[key] = data
         rec["artifacts"][key] = "kernel." + ext
     if "cubin" in rec["artifacts"] and plan.get("sass", True):
+        t_sass = time.perf_counter()
         sass, tool, note = disassemble(os.path.join(case_dir, "kernel.cubin"))
+        rec["sass_s"] = round(time.perf_counter() - t_sass, 4)
         rec["sass_tool"] = tool
         if sass is not None:
             with open(os.path.join(case_dir, "kernel.sass"), "w") as f:
@@ -194,21 +197,81 @@ def _record_ptxas(rec: dict, recorder: PtxasRecorder, case_dir: str) -> None:
 def disassemble(cubin_path: str):
     """SASS text from the wheel's cuobjdump, else nvdisasm; (text, tool, why-not).
 
-    Each call costs the disassembler's start-up, about 0.45 s with CUDA 12.8 and 1.2 s with 12.4
-    whatever the kernel's size (cuobjdump restarts it per ELF even inside one fatbin), which is
-    more than most compiles here: it runs inside the case's process so workers overlap it.
+    Each run of the disassembler costs its start-up, about 0.45 s with CUDA 12.8 and 1.2 s with
+    12.4 whatever the kernel's size (cuobjdump restarts it per ELF even inside one fatbin), which
+    is more than most compiles here. So when $REPROKIT_SASS_CACHE names a folder, the text is
+    kept there under a key of the tool's own bytes, its arguments and the cubin's bytes: the same
+    cubin through the same binary gives the same text, and a repeated capture skips the run.
     """
     notes = []
+    cache = sass_cache_dir()
+    cubin = None
     for tool, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
         path = compat.tool_path(tool)
         if not path:
             notes.append(f"{tool} not found")
             continue
+        key = None
+        if cache:
+            if cubin is None:
+                with open(cubin_path, "rb") as f:
+                    cubin = f.read()
+            key = _sass_key(path, args, cubin)
+            text = _cache_get(cache, key)
+            if text is not None:
+                return text, {"name": tool, "path": path, "cache": key}, None
         p = subprocess.run([path, *args, cubin_path], capture_output=True, text=True, errors="replace")
         if p.returncode == 0 and p.stdout.strip():
+            if key:
+                _cache_put(cache, key, p.stdout)
             return p.stdout, {"name": tool, "path": path}, None
         notes.append(f"{tool} failed: {(p.stderr or p.stdout).strip().splitlines()[-1:] or ['no output']}")
     return None, None, "; ".join(notes)
+
+
+def sass_cache_dir():
+    d = os.environ.get("REPROKIT_SASS_CACHE")
+    return d if d and os.path.isdir(d) else None
+
+
+def _sass_key(tool_path: str, args: list, cubin: bytes) -> str:
+    h = hashlib.sha256()
+    h.update(compat.file_digest(tool_path).encode())
+    h.update(("\0".join(args) + "\0").encode())
+    h.update(cubin_digest(cubin).encode())
+    return h.hexdigest()
+
+
+def cubin_digest(cubin: bytes) -> str:
+    """sha256 of a cubin less its .debug_line section, which is all that differs between two
+    compiles of one kernel: ptxas writes the name of Triton's temporary .ptx file there. The
+    SASS listing never prints it (two such cubins disassemble to the same text)."""
+    return elf.digest_without(cubin, (b".debug_line",))
+
+
+def _cache_get(cache: str, key: str):
+    try:
+        with open(os.path.join(cache, key[:2], key + ".sass"), errors="replace") as f:
+            return f.read() or None
+    except OSError:
+        return None
+
+
+def _cache_put(cache: str, key: str, text: str) -> None:
+    """Written under a temp name and renamed: a reader sees the whole entry or none (a full disk
+    or a read-only cache only costs the next run its disassembly)."""
+    d = os.path.join(cache, key[:2])
+    tmp = os.path.join(d, f".{key}.{os.getpid()}.tmp")
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(d, key + ".sass"))
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _one_line(e: BaseException) -> str:

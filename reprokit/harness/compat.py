@@ -7,6 +7,7 @@ comparing version numbers, so releases we have not seen keep working where their
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import inspect
 import os
@@ -159,6 +160,11 @@ def warm_up(capability: int) -> list:
         warmed.append("ptxas version")
     for name in ("ptxas", "ptxas-blackwell"):
         tool_version(tool_path(name))
+    if os.environ.get("REPROKIT_SASS_CACHE"):  # the SASS cache keys on the disassemblers' bytes
+        for name in ("cuobjdump", "nvdisasm"):
+            if tool_path(name):
+                file_digest(tool_path(name))
+        warmed.append("disassembler digests")
     # LLVM's target registry is filled once per process by the first compile (about 20 ms a case
     # here); it only registers static tables, so doing it before the fork leaves no thread behind.
     llvm = getattr(importlib.import_module("triton._C.libtriton"), "llvm", None)
@@ -166,6 +172,16 @@ def warm_up(capability: int) -> list:
         llvm.init_targets()
         warmed.append("LLVM targets")
     return warmed
+
+
+@functools.lru_cache(maxsize=None)
+def file_digest(path: str) -> str:
+    """sha256 of a tool's bytes (cached per process, and warmed before the fork)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 tool_version = functools.lru_cache(maxsize=None)(tool_version)

@@ -81,7 +81,8 @@ def test_capture_in_stack_image(docker_stack, docker_captured, stack_images, doc
     assert rt["container_id"] and rt["runtime"] and rt["engine"]["version"]
     assert rt["timed_out"] is False and rt["exit_code"] == 0 and rt["oom_killed"] is False
     assert {m["target"]: m["read_only"] for m in rt["mounts"]} == {
-        "/opt/reprokit/reprokit": True, "/in/plan.json": True, "/in/kernels": True, "/out": False}
+        "/opt/reprokit/reprokit": True, "/in/plan.json": True, "/in/kernels": True, "/out": False,
+        "/cache/sass": False}
     assert docker_executor.containers() == []
 
 
