@@ -108,7 +108,15 @@ def load_kernel(kernels_dir: str, file: str, function: str):
         raise LookupError(f"{file} defines no kernel {function!r}") from None
 
 
-def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dict:
+def prepare_case(case: dict, plan: dict, kernels_dir: str):
+    """What comes before the compile: the kernel's module loaded (its code runs here, in the
+    case's own process) and its ASTSource made. The runner lets this happen while the previous
+    case still compiles."""
+    fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
+    return compat.make_source(fn, case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", []))
+
+
+def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str, src=None) -> dict:
     """Compile one case and write its artifacts; return the record for metadata.json.
 
     The runner has already set aside cases whose API this release lacks.
@@ -116,8 +124,8 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
     import triton
 
-    fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
-    src = compat.make_source(fn, case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", []))
+    if src is None:
+        src = prepare_case(case, plan, kernels_dir)
     recorder = PtxasRecorder()
     recorder.install()
     target = compat.gpu_target(plan["profile"]["capability"])
@@ -288,14 +296,28 @@ def _one_line(e: BaseException) -> str:
     return (lines[-1] if lines else type(e).__name__)[:500]
 
 
-def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> int:
-    """Body of the forked child; stdout/stderr already point at compile.log."""
+def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for_go=None) -> int:
+    """Body of the forked child; stdout/stderr already point at compile.log.
+
+    With `wait_for_go`, the case is prepared first and compiled only once that returns True
+    (False: the run was called off, leave no record).
+    """
+    src = error = None
     try:
-        rec = compile_case(case, plan, kernels_dir, case_dir)
-    except Exception as e:  # noqa: BLE001 - a harness-side failure must still leave a record
+        src = prepare_case(case, plan, kernels_dir)
+    except Exception as e:  # noqa: BLE001 - reported once the case's turn comes
         traceback.print_exc()
-        rec = {"id": case["id"], "status": "harness_error", "error": f"{type(e).__name__}: {_one_line(e)}",
-               "artifacts": {}}
+        error = e
+    if wait_for_go is not None and not wait_for_go():
+        return 0
+    if error is not None:
+        rec = _harness_error(case, error)
+    else:
+        try:
+            rec = compile_case(case, plan, kernels_dir, case_dir, src=src)
+        except Exception as e:  # noqa: BLE001 - a harness-side failure must still leave a record
+            traceback.print_exc()
+            rec = _harness_error(case, e)
     sys.stdout.flush()
     sys.stderr.flush()
     tmp = os.path.join(case_dir, "metadata.json.tmp")
@@ -303,3 +325,8 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> int:
         json.dump(rec, f, indent=1, sort_keys=True)
     os.replace(tmp, os.path.join(case_dir, "metadata.json"))
     return 0
+
+
+def _harness_error(case: dict, e: BaseException) -> dict:
+    return {"id": case["id"], "status": "harness_error", "error": f"{type(e).__name__}: {_one_line(e)}",
+            "artifacts": {}}

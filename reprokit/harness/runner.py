@@ -2,8 +2,10 @@
 home and timeout; crashes and hangs become results and the run goes on.
 
 The runner imports Triton once and forks per case, so each case pays for its compile but not
-for the import. The runner itself never initialises CUDA or creates a compiler thread, which
-is what makes forking it safe.
+for the import. The next case's process is forked, and loads its kernel module, while the
+current one compiles; it compiles when a worker is free, and its timeout counts from then.
+The runner itself never initialises CUDA or creates a compiler thread, which is what makes
+forking it safe.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class Job:
         self.timeout_s = timeout_s
         self.repro = repro
         self.pid = None
-        self.wake = None
+        self.wake = None  # read end: closes when the child is done (or dies)
+        self.go = None  # write end: one byte starts the compile, closing it unsent calls it off
         self.started = None
 
     def rerun_for_reproducer(self) -> "Job":
@@ -74,24 +77,33 @@ def _child_env(scratch: str, repro: bool) -> None:
     })
 
 
-def _start(job: Job, plan: dict, kernels_dir: str) -> None:
+def _spawn(job: Job, plan: dict, kernels_dir: str) -> None:
+    """Fork the case's process. It prepares (loads the kernel module, makes the ASTSource) at
+    once and compiles when `_go` says so: the runner forks the next case while the current one
+    compiles, so that fork, module load and process exit overlap the compile on a spare core."""
     sys.stdout.flush()
     sys.stderr.flush()
-    # The child holds the write end until it exits, so the runner wakes the moment it does.
-    # (Close-on-exec: ptxas and other grandchildren never inherit it.)
+    # The child holds the write end of `wake` until it is done, so the runner wakes the moment it
+    # is. (Pipes are close-on-exec: ptxas and other grandchildren never inherit them.)
     wake_r, wake_w = os.pipe()
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         code = 70
         try:
             os.close(wake_r)
+            os.close(go_w)
             os.setpgid(0, 0)
             fd = os.open(os.path.join(job.case_dir, "compile.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
             os.close(fd)
             _child_env(job.scratch, job.repro)
-            code = case_mod.child_main(job.case, plan, kernels_dir, job.case_dir)
+            code = case_mod.child_main(job.case, plan, kernels_dir, job.case_dir,
+                                       wait_for_go=lambda: os.read(go_r, 1) == b"g")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.close(wake_w)  # done: the runner need not wait for this process's teardown
         except BaseException:
             import traceback
 
@@ -103,9 +115,31 @@ def _start(job: Job, plan: dict, kernels_dir: str) -> None:
     except OSError:
         pass  # the child got there first, or already exited
     os.close(wake_w)
+    os.close(go_r)
     job.pid = pid
     job.wake = wake_r
+    job.go = go_w
+
+
+def _go(job: Job) -> None:
     job.started = time.perf_counter()
+    try:
+        os.write(job.go, b"g")
+    except OSError:
+        pass  # it died preparing (a kernel module that crashes on import): its wake pipe says so
+    os.close(job.go)
+    job.go = None
+
+
+def _call_off(job: Job) -> None:
+    """A prepared case that will not run: closing `go` unsent ends it without a record."""
+    os.close(job.go)
+    os.close(job.wake)
+    try:
+        os.killpg(job.pid, signal.SIGKILL)  # it may still be loading its kernel module
+    except ProcessLookupError:
+        pass
+    os.waitpid(job.pid, 0)
 
 
 def _read_log(case_dir: str) -> str:
@@ -238,39 +272,60 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         pending.sort(key=lambda job: job.case.get("control") != "gemm")
     pending.reverse()
     running, records = {}, {}
-    try:
-        while pending or running:
-            while pending and len(running) < max(1, workers):
-                job = pending.pop()
-                reason = compat.missing_requirement(job.case.get("requires", []))
-                if reason:  # an attribute lookup: no process needed to say a release lacks an API
-                    records[job.case["id"]] = {"id": job.case["id"], "status": "unsupported", "error": reason,
-                                               "artifacts": {}, "exit_code": None, "signal": None, "wall_s": 0.0}
-                    log(f"{job.case['id']}: unsupported")
-                    continue
-                os.makedirs(job.scratch, exist_ok=True)
-                _start(job, plan, kernels_dir)
-                running[job.pid] = job
-            if not running:
+    staged = None  # the next case's process, prepared and waiting for a free worker
+
+    def stage_next():
+        nonlocal staged
+        while staged is None and pending:
+            job = pending.pop()
+            reason = compat.missing_requirement(job.case.get("requires", []))
+            if reason:  # an attribute lookup: no process needed to say a release lacks an API
+                records[job.case["id"]] = {"id": job.case["id"], "status": "unsupported", "error": reason,
+                                           "artifacts": {}, "exit_code": None, "signal": None, "wall_s": 0.0}
+                log(f"{job.case['id']}: unsupported")
                 continue
+            os.makedirs(job.scratch, exist_ok=True)
+            _spawn(job, plan, kernels_dir)
+            staged = job
+
+    def start_staged():
+        nonlocal staged
+        while len(running) < max(1, workers):
+            stage_next()
+            if staged is None:
+                return
+            job, staged = staged, None
+            _go(job)
+            running[job.pid] = job
+
+    try:
+        start_staged()
+        stage_next()
+        while running:
             now = time.perf_counter()
             wait_s = min(job.started + job.timeout_s for job in running.values()) - now
             ready, _, _ = select.select([job.wake for job in running.values()], [], [], max(0.0, min(wait_s, 1.0)))
             now = time.perf_counter()
+            finished = []
             for pid, job in list(running.items()):
-                # A closed wake pipe means the child is exiting: wait for it; else only peek.
-                done, status = os.waitpid(pid, 0 if job.wake in ready else os.WNOHANG)
                 timed_out = False
-                if not done and now - job.started > job.timeout_s:
+                if job.wake in ready:
+                    status = None  # reaped below, once the next case has started
+                elif now - job.started > job.timeout_s:
                     try:
                         os.killpg(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
                     _, status = os.waitpid(pid, 0)
                     timed_out = True
-                elif not done:
+                else:
                     continue
                 del running[pid]
+                finished.append((job, status, timed_out))
+            start_staged()  # the next compile goes now; the finished processes are reaped meanwhile
+            for job, status, timed_out in finished:
+                if status is None:
+                    _, status = os.waitpid(job.pid, 0)
                 os.close(job.wake)
                 cid = job.case["id"]
                 if job.repro:
@@ -281,7 +336,11 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 log(f"{cid}: {rec['status']} ({rec['wall_s']:.2f} s)")
                 if _wants_reproducer(rec, compile_log):
                     pending.append(job.rerun_for_reproducer())  # next to start
+            start_staged()
+            stage_next()
     finally:
+        if staged is not None:
+            _call_off(staged)
         for pid in running:
             try:
                 os.killpg(pid, signal.SIGKILL)

@@ -41,3 +41,39 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     assert hang["status"] == "timeout" and hang["signal"] == "SIGKILL" and 1.0 <= hang["wall_s"] < 5
     assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
     assert not (tmp_path / "cap" / "cases" / "fault.hang" / "metadata.json").exists()
+
+
+RAISE = "raise RuntimeError('kernel module refuses to load')\n"
+
+
+def test_faults_while_waiting_for_a_worker(tmp_path, config, venv_executor, stack_ready):
+    """With one worker, each case's process is forked and loads its kernel module while the case
+    before it compiles. A module that crashes, hangs or raises then is still that case's result,
+    and its timeout counts from its own start, not from its fork."""
+    stack = stack_ready("triton-3.6-cu130")
+    kernels = tmp_path / "kernels"
+    shutil.copytree(kernels_dir(), kernels)
+    for name, text in (("segv.py", SEGV), ("hang.py", HANG), ("raise.py", RAISE)):
+        (kernels / name).write_text(text)
+    plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0,block_ptr.p0")
+    real, block = (next(c for c in plan["cases"] if c["id"] == i) for i in ("tensor_descriptor.p0", "block_ptr.p0"))
+    plan["cases"] = [
+        real,
+        {**real, "id": "fault.segv", "kernel": {"file": "segv.py", "function": "copy_p0"}},
+        {**real, "id": "fault.hang", "kernel": {"file": "hang.py", "function": "copy_p0"}, "timeout_s": 1.0},
+        {**real, "id": "fault.raise", "kernel": {"file": "raise.py", "function": "copy_p0"}},
+        block,
+    ]
+    python = venv_executor.prepare(stack)["python"]
+    cap = capture(stack, config.gpu("h100"), tmp_path / "cap", LocalExecutor(python=python), workers=1,
+                  plan=plan, kernels=kernels)
+    cases = by_id(cap)
+    assert cases["fault.segv"]["status"] == "crash" and cases["fault.segv"]["signal"] == "SIGSEGV"
+    hang = cases["fault.hang"]
+    assert hang["status"] == "timeout" and 1.0 <= hang["wall_s"] < 5
+    raised = cases["fault.raise"]
+    assert raised["status"] == "harness_error" and "kernel module refuses to load" in raised["error"]
+    assert "RuntimeError" in (cap.out_dir / raised["artifacts"]["compile_log"]).read_text()
+    assert cases["tensor_descriptor.p0"]["verdict"] == "tma" and cases["block_ptr.p0"]["verdict"] == "no-tma"
+    log = (cap.out_dir / "logs" / "harness.log").read_text()
+    assert log.index("tensor_descriptor.p0: ok") < log.index("fault.segv: crash") < log.index("block_ptr.p0: ok")
