@@ -1,7 +1,8 @@
 """Baseline for bench_capture: bare `triton.compile` of every plan case, sequential, one process.
 
-Run with a stack's interpreter: python _bare_compile.py PLAN KERNELS. Prints the wall seconds
-of the compiles plus the import, as the harness pays both too.
+Run with a stack's interpreter: python _bare_compile.py PLAN KERNELS. The caller times the whole
+process, as it times the harness. Prints what ran, and `serial_s`: the import and Triton's cache
+key (a hash of libtriton), which come before any compile and which no number of workers divides.
 """
 
 import json
@@ -17,11 +18,23 @@ from reprokit.harness import compat  # noqa: E402
 from reprokit.harness.case import load_kernel  # noqa: E402
 
 
+def _triton_key():
+    import importlib
+
+    for mod_name in ("triton.runtime.cache", "triton.compiler.compiler"):
+        key = getattr(importlib.import_module(mod_name), "triton_key", None)
+        if key is not None:
+            return key()
+    return None
+
+
 def main() -> None:
     plan = json.load(open(sys.argv[1]))
     kernels = sys.argv[2]
     target = compat.gpu_target(plan["profile"]["capability"])
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    _triton_key()  # the first compile would compute it anyway (it is cached per process)
+    serial_s = time.perf_counter() - t0
     compiled = failed = 0
     for case in plan["cases"]:
         if compat.missing_requirement(case["requires"]):
@@ -34,7 +47,7 @@ def main() -> None:
             compiled += 1
         except Exception:  # noqa: BLE001 - negative controls are meant to fail
             failed += 1
-    print(json.dumps({"seconds": time.perf_counter() - t0, "compiled": compiled, "failed": failed}))
+    print(json.dumps({"serial_s": serial_s, "compiled": compiled, "failed": failed}))
 
 
 main()
