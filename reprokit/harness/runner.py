@@ -268,7 +268,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                            float(c.get("timeout_s") or plan.get("timeout_s") or 300)))
     if workers > 1:
         # Longest first, so that no long compile starts last while the other workers idle: the
-        # GEMMs take 2-3x a copy kernel's time. (sorted() is stable: plan order otherwise.)
+        # GEMMs take 2-3x a copy kernel's time. (The sort is stable: plan order otherwise.)
         pending.sort(key=lambda job: job.case.get("control") != "gemm")
     pending.reverse()
     running, records = {}, {}
