@@ -72,21 +72,47 @@ def environment_lines(env: dict) -> list[str]:
     return out
 
 
+def pinned(stack: dict) -> str:
+    """The stack's pins, as stacks.toml states them (not necessarily what ran: see what_ran)."""
+    return ", ".join(f"{k} {stack[k]}" for k in ("triton", "torch", "cuda", "python") if stack.get(k))
+
+
+def what_ran(manifest: dict, env: dict) -> str:
+    """What really ran, from env.json and the executor's facts. A venv or local run uses the
+    host's Python and no image, and a compile-only stack has no torch, whatever the pins say."""
+    ex = manifest["executor"]
+    pkgs = env.get("packages") or {}
+
+    def version(name):
+        return (pkgs.get(name) or {}).get("version") or "not installed"
+
+    what = (f"Python {(env.get('python') or {}).get('version') or '?'}, triton {version('triton')}, "
+            f"torch {version('torch')}")
+    if ex.get("name") == "docker":
+        digest = manifest["stack"].get("image_digest") or ex.get("image_id") or "digest unknown"
+        where = f"in image `{ex.get('image') or '?'}` (`{digest}`)"
+        if ex.get("base_image"):
+            where += f", built on `{ex['base_image']}`"
+    else:
+        where = "on the host, in no image (the stack's pinned base image serves docker runs)"
+    return f"{what}, {where}"
+
+
 def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
     """The README text. `manifest` is the manifest being written (files list not needed)."""
     stack, profile = manifest["stack"], manifest["profile"]
-    pins = ", ".join(f"{k} {stack[k]}" for k in ("triton", "torch", "cuda", "python") if stack.get(k))
+    pins = pinned(stack)
     lines = [
         f"# {name}",
         "",
         f"A reprokit bundle: the `{manifest['suite']}` suite, {manifest['mode']} mode, on stack `{stack['name']}`"
-        + (f" ({pins})" if pins else "") + f", for GPU profile `{profile['key']}` ({profile['name']}, {profile['arch']}).",
-        f"Ran under the `{manifest['executor']['name']}` executor; packed {manifest['created']} by reprokit "
-        f"{manifest['reprokit']}. {verdict_summary(results)}.",
+        + (f" (pinned: {pins})" if pins else "") + f", for GPU profile `{profile['key']}` ({profile['name']}, "
+        f"{profile['arch']}).",
+        f"Ran under the `{manifest['executor']['name']}` executor: {what_ran(manifest, env)}. Packed "
+        f"{manifest['created']} by reprokit {manifest['reprokit']}. {verdict_summary(results)}.",
     ]
-    if stack.get("base_image") or stack.get("image_digest"):
-        lines.append("Stack image: " + ", ".join(f"{k} `{stack[k]}`" for k in ("base_image", "image_digest") if stack.get(k))
-                     + ".")
+    if stack.get("base_image"):
+        lines.append(f"Pinned base image: `{stack['base_image']}`.")
     if manifest.get("parent"):
         lines.append(f"Replayed from the bundle with sha256 `{manifest['parent']}`.")
     if manifest["share"]["applied"]:

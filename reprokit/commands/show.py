@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from reprokit.bundle.readme import pinned, what_ran
 from reprokit.bundle.reader import Limits, open_bundle
 from reprokit.commands._common import console, flat_case, verdict_table
 
@@ -28,7 +29,7 @@ def summary(b) -> dict:
     return {
         "bundle": str(b.path), "name": b.name, "sha256": b.sha256, "format": m["format"], "reprokit": m["reprokit"],
         "created": m["created"], "mode": m["mode"], "suite": m["suite"], "stack": m["stack"], "profile": m["profile"],
-        "executor": m["executor"], "parent": m["parent"], "triton": b.results.get("triton"),
+        "executor": m["executor"], "ran": what_ran(m, b.env), "parent": m["parent"], "triton": b.results.get("triton"),
         "share": m["share"]["applied"], "redacted": m["redaction"]["variables"], "files": len(b.members),
         "cases": [flat_case(c) for c in b.results["cases"]],
     }
@@ -44,13 +45,14 @@ def run(args) -> int:
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold")
     facts.add_column()
-    pins = ", ".join(f"{k} {stack[k]}" for k in ("triton", "torch", "cuda", "python") if stack.get(k))
+    pins = pinned(stack)
     rows = [
         ("bundle", f"{s['name']} ({s['files']} files)"), ("sha256", s["sha256"]),
-        ("stack", f"{stack['name']}" + (f" ({pins})" if pins else "")),
-        ("image", stack.get("image_digest") or stack.get("base_image") or "-"),
+        ("stack", f"{stack['name']}" + (f" (pinned: {pins})" if pins else "")),
+        ("base image", f"{stack['base_image']} (pinned)" if stack.get("base_image") else "-"),
         ("GPU", f"{profile['key']}: {profile['name']}, {profile['arch']}"), ("mode", s["mode"]),
-        ("executor", s["executor"]["name"]), ("created", f"{s['created']} by reprokit {s['reprokit']}"),
+        ("executor", s["executor"]["name"]), ("ran", s["ran"]),
+        ("created", f"{s['created']} by reprokit {s['reprokit']}"),
         ("parent", s["parent"] or "-"), ("share mode", "applied" if s["share"] else "no"),
         ("redacted", ", ".join(s["redacted"]) or "-"),
     ]

@@ -220,3 +220,25 @@ def test_image_digest_from_docker_facts(capture, tmp_path):
     venv = write_bundle(capture, tmp_path / "b", stack={"name": "local"}, profile=PROFILE_H100,
                         executor={"name": "local"}, mode="compile-only")
     assert "image_digest" not in open_bundle(venv).manifest["stack"]
+
+
+def test_readme_and_show_say_what_ran_apart_from_the_pins(capture, tmp_path, capsys):
+    """The pins (torch 2.9.0, Python 3.12, a CUDA base image) are not what a venv run used: the
+    README and `show` name the Python, triton and torch that env.json recorded, and the image only
+    for a docker run."""
+    docker = _pack(capture, tmp_path / "docker")
+    readme = open_bundle(docker).read_text("README.md")
+    assert "(pinned: triton 3.5.0, torch 2.9.0, cuda 13.0, python 3.12)" in readme
+    assert ("Ran under the `docker` executor: Python 3.12.3, triton 3.5.0, torch not installed, in image "
+            f"`reprokit/triton-3.5-cu130:0123456789ab` (`{EXECUTOR['image_digest']}`)") in readme
+    assert f"Pinned base image: `{STACK['base_image']}`." in readme
+
+    venv = write_bundle(capture, tmp_path / "venv", stack=STACK, profile=PROFILE_H100, mode="compile-only",
+                        executor={"name": "venv", "python": "/home/u/.cache/reprokit/venvs/x/bin/python"})
+    readme = open_bundle(venv).read_text("README.md")
+    assert ("Ran under the `venv` executor: Python 3.12.3, triton 3.5.0, torch not installed, on the host, "
+            "in no image") in readme
+    assert "in image `" not in readme
+    assert main(["show", "--json", str(venv)]) == 0
+    ran = json.loads(capsys.readouterr().out)["ran"]
+    assert ran.startswith("Python 3.12.3, triton 3.5.0, torch not installed, on the host")
