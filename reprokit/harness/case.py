@@ -116,16 +116,13 @@ def prepare_case(case: dict, plan: dict, kernels_dir: str):
     return compat.make_source(fn, case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", []))
 
 
-def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str, src=None) -> dict:
-    """Compile one case and write its artifacts; return the record for metadata.json.
-
-    The runner has already set aside cases whose API this release lacks.
+def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
+    """Compile one case's prepared ASTSource and write its artifacts; return the record for
+    metadata.json. The runner has already set aside cases whose API this release lacks.
     """
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
     import triton
 
-    if src is None:
-        src = prepare_case(case, plan, kernels_dir)
     recorder = PtxasRecorder()
     recorder.install()
     target = compat.gpu_target(plan["profile"]["capability"])
@@ -214,7 +211,7 @@ def disassemble(cubin_path: str):
     notes = []
     cache = sass_cache_dir()
     cubin = None
-    for tool, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
+    for tool, args in compat.DISASSEMBLERS:
         path = compat.tool_path(tool)
         if not path:
             notes.append(f"{tool} not found")
@@ -314,7 +311,7 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for
         rec = _harness_error(case, error)
     else:
         try:
-            rec = compile_case(case, plan, kernels_dir, case_dir, src=src)
+            rec = compile_case(case, plan, case_dir, src)
         except Exception as e:  # noqa: BLE001 - a harness-side failure must still leave a record
             traceback.print_exc()
             rec = _harness_error(case, e)

@@ -98,6 +98,9 @@ def compile_options(num_warps: int, num_stages: int) -> dict:
 
 # --- the NVIDIA tools shipped in the wheel ----------------------------------------------
 
+# What turns a cubin into SASS, in order of preference, with its arguments.
+DISASSEMBLERS = (("cuobjdump", ("-sass",)), ("nvdisasm", ("-c",)))
+
 def nvidia_bin_dir() -> str:
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
 
@@ -161,9 +164,8 @@ def warm_up(capability: int) -> list:
     for name in ("ptxas", "ptxas-blackwell"):
         tool_version(tool_path(name))
     if os.environ.get("REPROKIT_SASS_CACHE"):  # the SASS cache keys on the disassemblers' bytes
-        for name in ("cuobjdump", "nvdisasm"):
-            if tool_path(name):
-                file_digest(tool_path(name))
+        for path in filter(None, (tool_path(name) for name, _ in DISASSEMBLERS)):
+            file_digest(path)
         warmed.append("disassembler digests")
     # LLVM's target registry is filled once per process by the first compile (about 20 ms a case
     # here); it only registers static tables, so doing it before the fork leaves no thread behind.
