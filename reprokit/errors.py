@@ -68,3 +68,35 @@ class CaptureInvalid(ReprokitError):
     def __init__(self, message: str, problems: list[str] | None = None):
         super().__init__(message)
         self.problems = list(problems or [message])
+
+
+class OutputBusy(UsageError):
+    """Another reprokit is writing the same output (a capture folder, a bundle, a sweep point)."""
+
+
+class OutputExists(UsageError):
+    """The output exists and reprokit will not replace it (a different bundle under the same name,
+    or a capture folder without --force)."""
+
+
+class FileSystemError(ReprokitError):
+    """The operating system refused to read an input or write an output (permission, no space,
+    read-only file system, not a folder): one line naming the path and the reason."""
+
+    exit_code = 5
+
+    @classmethod
+    def of(cls, path, e: OSError, doing: str = "") -> "FileSystemError":
+        where = getattr(e, "filename", None) or path
+        return cls(f"{where}: {doing + ': ' if doing else ''}{e.strerror or e}")
+
+
+class Interrupted(ReprokitError):
+    """SIGINT, SIGTERM or SIGHUP: the run stopped, removing what it had half-written."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        super().__init__(f"interrupted by {signal.Signals(signum).name}; nothing half-written was kept")
+        self.signum = signum
+        self.exit_code = 128 + signum
