@@ -1,0 +1,348 @@
+"""The comparison grid: cases down, result sets across, each cell judged against the first column.
+
+Public API (what `replay`, `diff` and `report` build on):
+
+    from reprokit.compare.grid import compare, Grid
+    grid = compare([rs0, rs1, ...])          # ResultSets, bundle paths or capture folders
+    grid.columns   -> tuple[Column]          # column 0 is the baseline (a replay's recorded bundle)
+    grid.rows      -> tuple[Row]             # one per case id, in the baseline's order, then new ones
+    row.cells      -> tuple[Cell]            # one per column; Cell.present is False where a case is absent
+    cell.moved     -> tuple[str]             # what differs from column 0's cell: "status", "verdict",
+                                             # "tma.<level>", "ir.<level>", "shared_bytes", "registers",
+                                             # "spill_stores", "spill_loads", "correct", "present"
+    cell.ops       -> tuple[OpDelta]         # where an IR level moved: ops added (+n) / removed (-n)
+    grid.moved     -> bool                   # any cell of any column moved
+    grid.changes() -> tuple[ColumnChanges]   # per column: verdicts that moved, families that became
+                                             # (un)supported, cases that moved
+    grid.to_dict() -> dict                   # `--json` (format 1); dicts only here, at the edge
+
+A replay on its own stack *reproduces* when nothing moved: status, verdict, TMA counts per level,
+resources and the normalised IR (reprokit.compare.normalise) are all equal. On GPU bundles a
+cell also carries correctness and its measured time, and `time_ratio` against column 0.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from reprokit.compare.normalise import LEVELS, ops
+from reprokit.compare.sources import ResultSet, open_result_set
+
+FORMAT = 1
+RESOURCES = ("shared_bytes", "registers", "spill_stores", "spill_loads")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    role: str                  # recorded | replay | bundle | capture | failed
+    stack: str | None
+    triton: str | None
+    profile: str | None
+    mode: str | None
+    path: str | None
+    sha256: str | None
+    parent: str | None
+    error: str | None = None   # a replay that could not run: its cells are all absent
+
+    @classmethod
+    def of(cls, rs: ResultSet) -> Column:
+        return cls(rs.key, rs.label, rs.role, rs.stack.get("name"), rs.triton, rs.profile, rs.mode, rs.path,
+                   rs.sha256, rs.parent)
+
+    @classmethod
+    def failed(cls, key: str, label: str, error: str, triton: str | None = None) -> Column:
+        return cls(key, label, "failed", key, triton, None, None, None, None, None, error)
+
+
+@dataclass(frozen=True)
+class OpDelta:
+    level: str
+    op: str
+    delta: int                 # > 0 added, < 0 removed (against column 0)
+
+
+@dataclass(frozen=True)
+class Cell:
+    present: bool
+    status: str | None = None
+    verdict: str | None = None
+    expect: str | None = None
+    met: bool | None = None
+    tma: tuple = ()            # ((level, count), ...) for the levels the case produced
+    shared_bytes: int | None = None
+    registers: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    fits: bool | None = None   # launchable within the profile's shared memory per block
+    ir: tuple = ()             # ((level, hash of the normalised text or None), ...) over LEVELS
+    error: str | None = None
+    failing_pass: str | None = None
+    correct: bool | None = None
+    time_s: float | None = None
+    time_ratio: float | None = None
+    moved: tuple = ()
+    ops: tuple = ()            # OpDelta, where an IR level moved
+
+    def tma_at(self, level: str) -> int | None:
+        return dict(self.tma).get(level)
+
+    def ir_at(self, level: str) -> str | None:
+        return dict(self.ir).get(level)
+
+    def to_dict(self) -> dict:
+        if not self.present:
+            return {"present": False, "moved": list(self.moved)}
+        d = asdict(self)
+        d["tma"] = dict(self.tma)
+        d["ir"] = dict(self.ir)
+        d["moved"] = list(self.moved)
+        d["ops"] = [asdict(o) for o in self.ops]
+        return d
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    family: str | None
+    control: str | None
+    cells: tuple               # Cell per column
+
+    @property
+    def moved(self) -> bool:
+        return any(c.moved for c in self.cells)
+
+
+@dataclass(frozen=True)
+class ColumnChanges:
+    column: str
+    moved_cases: tuple         # case ids with any moved field
+    verdicts: tuple            # ((case, from, to), ...)
+    statuses: tuple            # ((case, from, to), ...)
+    became_unsupported: tuple  # families supported in column 0, unsupported throughout here
+    became_supported: tuple
+
+    def to_dict(self) -> dict:
+        return {"column": self.column, "moved_cases": list(self.moved_cases),
+                "verdicts": [{"case": c, "from": a, "to": b} for c, a, b in self.verdicts],
+                "statuses": [{"case": c, "from": a, "to": b} for c, a, b in self.statuses],
+                "became_unsupported": list(self.became_unsupported),
+                "became_supported": list(self.became_supported)}
+
+
+@dataclass(frozen=True)
+class Grid:
+    columns: tuple
+    rows: tuple
+
+    @property
+    def moved(self) -> bool:
+        return any(r.moved for r in self.rows)
+
+    @property
+    def failed(self) -> tuple:
+        return tuple(c for c in self.columns if c.error)
+
+    def column_index(self, key: str) -> int:
+        for i, c in enumerate(self.columns):
+            if c.key == key:
+                return i
+        raise KeyError(key)
+
+    def row(self, case: str) -> Row:
+        for r in self.rows:
+            if r.case == case:
+                return r
+        raise KeyError(case)
+
+    def cell(self, case: str, column: str) -> Cell:
+        return self.row(case).cells[self.column_index(column)]
+
+    def changes(self) -> tuple:
+        out = []
+        for i, col in enumerate(self.columns[1:], start=1):
+            moved, verdicts, statuses = [], [], []
+            for r in self.rows:
+                base, cell = r.cells[0], r.cells[i]
+                if cell.moved:
+                    moved.append(r.case)
+                if "verdict" in cell.moved or "present" in cell.moved:
+                    verdicts.append((r.case, base.verdict, cell.verdict))
+                if "status" in cell.moved or "present" in cell.moved:
+                    statuses.append((r.case, base.status, cell.status))
+            out.append(ColumnChanges(col.key, tuple(moved), tuple(verdicts), tuple(statuses),
+                                     *self._support_shift(i)))
+        return tuple(out)
+
+    def _support_shift(self, i: int) -> tuple:
+        fams: dict = {}
+        for r in self.rows:
+            if r.family:
+                fams.setdefault(r.family, []).append((r.cells[0], r.cells[i]))
+        lost, gained = [], []
+        for fam, pairs in fams.items():
+            both = [(a, b) for a, b in pairs if a.present and b.present]
+            if not both:
+                continue
+            base_uns = all(a.status == "unsupported" for a, _ in both)
+            col_uns = all(b.status == "unsupported" for _, b in both)
+            if col_uns and not base_uns:
+                lost.append(fam)
+            elif base_uns and not col_uns:
+                gained.append(fam)
+        return tuple(lost), tuple(gained)
+
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "levels": list(LEVELS),
+            "columns": [asdict(c) for c in self.columns],
+            "moved": self.moved,
+            "cases": [{"id": r.case, "family": r.family, "control": r.control, "moved": r.moved,
+                       "cells": [c.to_dict() for c in r.cells]} for r in self.rows],
+            "changes": [c.to_dict() for c in self.changes()],
+        }
+
+
+def _correct(case: dict) -> bool | None:
+    """GPU runs: whether the output matched the reference (None on compile-only bundles)."""
+    v = case.get("correct")
+    if isinstance(v, bool):
+        return v
+    block = case.get("correctness")
+    if isinstance(block, dict):
+        for k in ("ok", "passed", "correct"):
+            if isinstance(block.get(k), bool):
+                return block[k]
+    return None
+
+
+def _time_s(case: dict) -> float | None:
+    """GPU runs: the case's measured kernel time in seconds (median), when it has one."""
+    for key in ("bench", "benchmark", "timing"):
+        block = case.get(key)
+        if not isinstance(block, dict):
+            continue
+        for k, scale in (("p50_s", 1.0), ("median_s", 1.0), ("p50_ms", 1e-3), ("median_ms", 1e-3),
+                         ("p50_us", 1e-6), ("median_us", 1e-6)):
+            if isinstance(block.get(k), (int, float)) and not isinstance(block.get(k), bool):
+                return float(block[k]) * scale
+    return None
+
+
+def _cell(rs: ResultSet, case: dict | None) -> Cell:
+    if case is None:
+        return Cell(present=False)
+    meta = case.get("metadata") or {}
+    launch = case.get("launch") or {}
+    tma = case.get("tma") or {}
+    ir = []
+    for lv in LEVELS:
+        text = rs.normalised(case["id"], lv)
+        ir.append((lv, None if text is None else _digest(text)))
+    return Cell(present=True, status=case.get("status"), verdict=case.get("verdict"), expect=case.get("expect"),
+                met=case.get("met"), tma=tuple((lv, tma[lv]) for lv in LEVELS if lv in tma),
+                **{k: meta.get(k) for k in RESOURCES}, fits=launch.get("fits"), ir=tuple(ir),
+                error=case.get("error"), failing_pass=case.get("failing_pass"), correct=_correct(case),
+                time_s=_time_s(case))
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _moved(base: Cell, cell: Cell) -> tuple:
+    if base.present != cell.present:
+        return ("present",)
+    if not cell.present:
+        return ()
+    out = [f for f in ("status", "verdict") if getattr(base, f) != getattr(cell, f)]
+    bt, ct = dict(base.tma), dict(cell.tma)
+    out += [f"tma.{lv}" for lv in LEVELS if bt.get(lv) != ct.get(lv)]
+    out += [f for f in RESOURCES if getattr(base, f) != getattr(cell, f)]
+    bi, ci = dict(base.ir), dict(cell.ir)
+    out += [f"ir.{lv}" for lv in LEVELS if bi.get(lv) != ci.get(lv)]
+    if base.correct is not None and cell.correct is not None and base.correct != cell.correct:
+        out.append("correct")
+    return tuple(out)
+
+
+def op_deltas(a: ResultSet, b: ResultSet, case: str, level: str) -> tuple:
+    """Ops at one level of one case: added in b (delta > 0) and removed from a (delta < 0)."""
+    ta, tb = a.normalised(case, level), b.normalised(case, level)
+    ca = ops(level, ta) if ta is not None else Counter()
+    cb = ops(level, tb) if tb is not None else Counter()
+    out = [OpDelta(level, op, cb[op] - ca[op]) for op in sorted(set(ca) | set(cb)) if cb[op] != ca[op]]
+    return tuple(sorted(out, key=lambda d: (-abs(d.delta), d.op)))
+
+
+def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str) -> Cell:
+    from dataclasses import replace
+
+    moved = _moved(base, cell)
+    deltas = []
+    for f in moved:
+        if f.startswith("ir."):
+            deltas += op_deltas(base_rs, rs, case, f[3:])
+    ratio = None
+    if base.time_s and cell.time_s is not None:
+        ratio = round(cell.time_s / base.time_s, 4)
+    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio)
+
+
+def as_result_set(item, role: str = "bundle") -> ResultSet:
+    if isinstance(item, ResultSet):
+        return item
+    if isinstance(item, (str, Path)):
+        return open_result_set(Path(item), role=role)
+    from reprokit.bundle.reader import Bundle
+
+    if isinstance(item, Bundle):
+        return ResultSet.from_bundle(item, role=role)
+    raise TypeError(f"cannot compare a {type(item).__name__}")
+
+
+def _unique_keys(sets: list[ResultSet]) -> list[ResultSet]:
+    from dataclasses import replace
+
+    seen: Counter = Counter()
+    out = []
+    for rs in sets:
+        seen[rs.key] += 1
+        out.append(rs if seen[rs.key] == 1 else replace(rs, key=f"{rs.key}#{seen[rs.key]}"))
+    return out
+
+
+def compare(items: Sequence, *, failed: Iterable[Column] = ()) -> Grid:
+    """The grid of `items` (ResultSets, Bundles, bundle paths or capture folders), judged against
+    the first. `failed` adds columns for result sets that could not be made (a stack that did not
+    run): they hold absent cells and are not judged."""
+    sets = _unique_keys([as_result_set(it) for it in items])
+    if not sets:
+        raise ValueError("compare() needs at least one result set")
+    order: list[str] = []
+    info: dict = {}
+    for rs in sets:
+        for c in rs.cases:
+            if c["id"] not in info:
+                order.append(c["id"])
+                info[c["id"]] = (c.get("family"), c.get("control"))
+    failed = tuple(failed)
+    base_rs = sets[0]
+    rows = []
+    for cid in order:
+        cells = [_cell(rs, rs.case(cid)) for rs in sets]
+        judged = [cells[0]] + [_judge(cells[0], c, base_rs, rs, cid) for c, rs in zip(cells[1:], sets[1:])]
+        judged += [Cell(present=False) for _ in failed]
+        rows.append(Row(cid, *info[cid], tuple(judged)))
+    return Grid(tuple(Column.of(rs) for rs in sets) + failed, tuple(rows))
+
+
+__all__ = ["Cell", "Column", "ColumnChanges", "Grid", "OpDelta", "Row", "compare", "op_deltas", "as_result_set",
+           "FORMAT", "RESOURCES", "LEVELS"]

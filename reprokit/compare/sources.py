@@ -1,0 +1,134 @@
+"""What a grid column is made from: one set of results and the IR behind it.
+
+A `ResultSet` wraps a verified bundle (`from_bundle`, `open_result_set`) or a capture folder
+(`from_capture`): its results.json cases, the facts a column header shows (stack, Triton, GPU
+profile, mode, sha256, parent) and a reader for each case's IR files. Normalised IR is computed
+once per (case, level) and kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from reprokit.compare.normalise import LEVELS, normalise
+from reprokit.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    key: str                         # unique among a grid's columns
+    label: str                       # what a column header shows
+    role: str                        # "recorded" | "replay" | "bundle" | "capture"
+    results: dict                    # results.json
+    plan: dict                       # plan.json
+    manifest: dict = field(default_factory=dict)
+    path: str | None = None
+    sha256: str | None = None
+    _read: Callable[[str], bytes | None] = field(default=lambda rel: None, repr=False, compare=False)
+    _norm: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def cases(self) -> list[dict]:
+        return list(self.results.get("cases") or [])
+
+    def case(self, case_id: str) -> dict | None:
+        return next((c for c in self.cases if c["id"] == case_id), None)
+
+    @property
+    def stack(self) -> dict:
+        return dict(self.manifest.get("stack") or self.plan.get("stack") or {})
+
+    @property
+    def triton(self) -> str | None:
+        return self.results.get("triton") or self.stack.get("triton")
+
+    @property
+    def profile(self) -> str | None:
+        return (self.plan.get("profile") or {}).get("key")
+
+    @property
+    def mode(self) -> str | None:
+        return self.results.get("mode") or self.plan.get("mode")
+
+    @property
+    def parent(self) -> str | None:
+        return self.manifest.get("parent")
+
+    def ir_text(self, case_id: str, level: str) -> str | None:
+        """The raw IR of one case at one level, or None when the case produced none."""
+        case = self.case(case_id)
+        rel = ((case or {}).get("artifacts") or {}).get(level)
+        if not rel:
+            return None
+        data = self._read(rel)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def normalised(self, case_id: str, level: str) -> str | None:
+        k = (case_id, level)
+        if k not in self._norm:
+            text = self.ir_text(case_id, level)
+            self._norm[k] = None if text is None else normalise(level, text)
+        return self._norm[k]
+
+    @classmethod
+    def from_bundle(cls, bundle, *, role: str = "bundle", key: str | None = None,
+                    label: str | None = None) -> ResultSet:
+        """From a reprokit.bundle.Bundle opened with every member kept (the default)."""
+        def read(rel: str) -> bytes | None:
+            try:
+                return bundle.read(rel)
+            except KeyError:
+                return None
+
+        stack = (bundle.manifest.get("stack") or {}).get("name")
+        return cls(key=key or bundle.root, label=label or _short(stack, bundle.results.get("triton")), role=role,
+                   results=bundle.results, plan=bundle.plan, manifest=bundle.manifest, path=str(bundle.path),
+                   sha256=bundle.sha256, _read=read)
+
+    @classmethod
+    def from_capture(cls, folder: Path, *, role: str = "capture", key: str | None = None,
+                     label: str | None = None) -> ResultSet:
+        """From a capture folder (what `reprokit capture` leaves), read lazily from disk."""
+        folder = Path(folder)
+        try:
+            results = json.loads((folder / "results.json").read_text())
+            plan = json.loads((folder / "plan.json").read_text())
+        except FileNotFoundError as e:
+            raise UsageError(f"{folder}: not a capture folder ({Path(e.filename).name} is missing)") from None
+        except ValueError as e:
+            raise UsageError(f"{folder}: not a capture folder ({e})") from None
+        root = folder.resolve()
+
+        def read(rel: str) -> bytes | None:
+            p = (root / rel).resolve()
+            if root not in p.parents or not p.is_file():
+                return None
+            return p.read_bytes()
+
+        stack = (plan.get("stack") or {}).get("name")
+        return cls(key=key or folder.name, label=label or _short(stack, results.get("triton")), role=role,
+                   results=results, plan=plan, path=str(folder), _read=read)
+
+
+def _short(stack: str | None, triton: str | None) -> str:
+    if stack and stack != "local":
+        return stack[len("triton-"):] if stack.startswith("triton-") else stack
+    return f"{stack or 'local'} {triton}" if triton else (stack or "?")
+
+
+def open_result_set(path: Path, *, role: str = "bundle", key: str | None = None,
+                    label: str | None = None) -> ResultSet:
+    """A bundle (.tgz, verified: BundleInvalid/BundleUnusable as the reader raises them) or a
+    capture folder, as a ResultSet."""
+    from reprokit.bundle.reader import open_bundle
+
+    path = Path(path)
+    if path.is_dir():
+        return ResultSet.from_capture(path, role="capture" if role == "bundle" else role, key=key, label=label)
+    return ResultSet.from_bundle(open_bundle(path), role=role, key=key, label=label)
+
+
+__all__ = ["LEVELS", "ResultSet", "open_result_set"]

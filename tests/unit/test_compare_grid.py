@@ -1,0 +1,89 @@
+"""The comparison grid over real bundles: the two captured on an H100 (Triton 3.0.0 and 3.6.0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reprokit.compare.grid import Column, compare
+from reprokit.compare.sources import ResultSet, open_result_set
+
+GOLDEN = Path(__file__).resolve().parents[2] / "bundles" / "golden"
+
+
+def _one(folder: str) -> Path:
+    (path,) = sorted((GOLDEN / folder).glob("*.tgz"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def v30():
+    return open_result_set(_one("h100-triton-3.0.0"), role="recorded")
+
+
+@pytest.fixture(scope="module")
+def v36():
+    return open_result_set(_one("h100-triton-3.6.0"))
+
+
+def test_a_bundle_against_itself_moves_nothing(v30):
+    g = compare([v30, v30])
+    assert not g.moved
+    assert [c.key for c in g.columns] == [v30.key, v30.key + "#2"]
+    assert all(not c.moved and not c.ops for r in g.rows for c in r.cells)
+    assert g.changes()[0].moved_cases == ()
+
+
+def test_across_releases_the_grid_says_which_verdicts_moved_and_which_families_left(v30, v36):
+    g = compare([v30, v36])
+    assert g.moved
+    (ch,) = g.changes()
+    assert ch.became_unsupported == ("experimental_descriptor",)
+    assert set(ch.became_supported) == {"tensor_descriptor", "host_descriptor"}
+    assert ("experimental_descriptor.p0", "tma", "unsupported") in ch.verdicts
+    assert ("experimental_descriptor.p1", "crashed", "unsupported") in ch.verdicts
+    assert not any(case.startswith("block_ptr.") for case, _, _ in ch.verdicts)
+    # block-pointer P0: same verdict and the same TTIR/TTGIR once normalised; only LLVM IR down moved
+    cell = g.cell("block_ptr.p0", v36.key)
+    assert cell.verdict == "no-tma" and "verdict" not in cell.moved
+    assert cell.moved == ("ir.llir", "ir.ptx", "ir.sass")
+    assert cell.ir_at("ttgir") == g.cell("block_ptr.p0", v30.key).ir_at("ttgir")
+    assert {d.level for d in cell.ops} <= {"llir", "ptx", "sass"} and cell.ops
+    gone = g.cell("experimental_descriptor.p0", v36.key)
+    assert {"status", "verdict", "tma.sass", "ir.ttgir"} <= set(gone.moved)
+    assert any(d.op == "ttng.async_tma_copy_global_to_local" and d.delta == -1 for d in gone.ops)
+
+
+def test_to_dict_is_plain_json_with_one_cell_per_column(v30, v36):
+    g = compare([v30, v36])
+    d = json.loads(json.dumps(g.to_dict()))
+    assert d["format"] == 1 and d["moved"] is True
+    assert [c["role"] for c in d["columns"]] == ["recorded", "bundle"]
+    assert d["columns"][0]["triton"] == "3.0.0" and d["columns"][1]["triton"] == "3.6.0"
+    row = next(r for r in d["cases"] if r["id"] == "experimental_descriptor.p0")
+    assert len(row["cells"]) == 2 and row["cells"][0]["moved"] == []
+    assert row["cells"][0]["tma"]["sass"] >= 1 and row["cells"][1]["status"] == "unsupported"
+    assert d["changes"][0]["became_unsupported"] == ["experimental_descriptor"]
+
+
+def test_absent_cases_and_failed_columns(v30, v36):
+    from dataclasses import replace
+
+    fewer = replace(v36, key="fewer", results={**v36.results, "cases": v36.cases[:3]})
+    g = compare([v30, fewer], failed=[Column.failed("triton-9.9", "9.9", "venv: building failed")])
+    last = g.row("host_descriptor.p2")
+    assert last.cells[1].present is False and last.cells[1].moved == ("present",)
+    assert last.cells[2].present is False and g.failed[0].error == "venv: building failed"
+    assert len(g.columns) == 3
+
+
+def test_capture_folders_compare_like_bundles(tmp_path, v30):
+    from reprokit.bundle.reader import extract
+
+    folder = extract(_one("h100-triton-3.0.0"), tmp_path)
+    cap = ResultSet.from_capture(folder)
+    g = compare([v30, cap])
+    assert not g.moved
+    assert g.cell("experimental_descriptor.p0", cap.key).ir_at("sass") is not None
