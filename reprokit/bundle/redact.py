@@ -79,7 +79,9 @@ class HostFacts:
     gpu_serials: frozenset = frozenset()
 
     @classmethod
-    def gather(cls, env_doc: dict | None, environ: dict | None = None) -> HostFacts:
+    def gather(cls, env_doc: dict | None, environ: dict | None = None, also: tuple = ()) -> HostFacts:
+        """`also`: more documents whose GPU uuid/serial fields name this host's GPUs (results.json
+        holds NVML snapshots taken around each benchmark)."""
         environ = os.environ if environ is None else environ
         env_doc = env_doc or {}
         hosts = {socket.gethostname(), (env_doc.get("os") or {}).get("hostname")}
@@ -96,6 +98,8 @@ class HostFacts:
         users |= {h.rstrip("/").rsplit("/", 1)[-1] for h in homes if h and h.startswith(("/home/", "/Users/"))}
         uuids, serials = set(), set()
         _collect_gpu_ids(env_doc.get("gpu"), uuids, serials)
+        for doc in also:
+            _collect_gpu_ids(doc, uuids, serials)
         return cls(
             hostnames=frozenset(h for h in hosts | {h.split(".")[0] for h in hosts if h} if h),
             users=frozenset(u for u in users if u),
@@ -161,7 +165,7 @@ class Scrubber:
 
     @classmethod
     def for_capture(cls, env_doc: dict | None, *, share: bool, environ: dict | None = None,
-                    facts: HostFacts | None = None, keep: frozenset = frozenset()) -> Scrubber:
+                    facts: HostFacts | None = None, keep: frozenset = frozenset(), also: tuple = ()) -> Scrubber:
         """Needles from the host environment and env.json; in share mode, rules for host identity.
 
         `keep`: words that are never treated as host or user names (profile keys, stack names,
@@ -174,7 +178,7 @@ class Scrubber:
                 needles.setdefault(form, set()).update(names)
         identities, exact = (), ()
         if share:
-            facts = facts or HostFacts.gather(env_doc, environ)
+            facts = facts or HostFacts.gather(env_doc, environ, also)
             identities = _identity_rules(facts, keep)
             exact = tuple(sorted({(h, "hostname") for h in facts.hostnames if h not in keep}
                                  | {(u, "user") for u in facts.users if u not in keep and u not in _GENERIC_USERS}))

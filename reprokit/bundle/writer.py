@@ -249,7 +249,8 @@ def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict
     plan_raw = docs["plan.json"] if isinstance(docs["plan.json"], dict) else {}
     env_raw = docs["env.json"] if isinstance(docs["env.json"], dict) else None
     # Host identity and secret values are taken before env.json's variables are redacted.
-    scrubber = Scrubber.for_capture(env_raw, share=share, keep=_keep_words(plan_raw, stack, profile, executor))
+    scrubber = Scrubber.for_capture(env_raw, share=share, keep=_keep_words(plan_raw, stack, profile, executor),
+                                    also=(docs["results.json"],))
     _redact_env_doc(env_raw)
     log = _Scrubbed()
     doc_bytes = {}

@@ -11,7 +11,7 @@ import socket
 import sys
 import time
 
-from reprokit.harness import FORMAT, compat, elf, redact
+from reprokit.harness import FORMAT, compat, elf, nvml, redact
 
 ENV_PREFIXES = ("TRITON_", "MLIR_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "NCCL_")
 ENV_NAMES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH", "SOURCE_DATE_EPOCH")
@@ -38,7 +38,7 @@ def snapshot(gpu: bool = False) -> dict:
         "redacted": redacted,
         "knobs": _knobs(triton),
         "unread_knobs": unread_knobs(os.environ),
-        "gpu": _nvml() if gpu else None,
+        "gpu": nvml.snapshot_all() if gpu else None,
     }
 
 
@@ -167,56 +167,3 @@ def unread_knobs(environ) -> list:
         out.append({"name": name, "set": name in environ,
                     "why": f"triton {triton.__version__} reads {name} nowhere (Python sources and libtriton); {where}"})
     return out
-
-
-def _nvml():
-    try:
-        import pynvml
-    except ImportError:
-        return {"available": False, "reason": "pynvml (nvidia-ml-py) is not installed in this stack"}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as e:
-        return {"available": False, "reason": f"NVML init failed: {e}"}
-    try:
-        devices = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            devices.append(_nvml_device(pynvml, h))
-        return {"available": True, "driver": _s(pynvml.nvmlSystemGetDriverVersion()),
-                "cuda_driver": pynvml.nvmlSystemGetCudaDriverVersion(), "devices": devices}
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _nvml_device(pynvml, h) -> dict:
-    def q(fn, *args):
-        try:
-            return fn(h, *args)
-        except pynvml.NVMLError as e:
-            return f"<{e}>"
-
-    mem = q(pynvml.nvmlDeviceGetMemoryInfo)
-    cc = q(pynvml.nvmlDeviceGetCudaComputeCapability)
-    return {
-        "name": _s(q(pynvml.nvmlDeviceGetName)), "uuid": _s(q(pynvml.nvmlDeviceGetUUID)),
-        "serial": _s(q(pynvml.nvmlDeviceGetSerial)),
-        "capability": cc[0] * 10 + cc[1] if isinstance(cc, tuple) else cc,
-        "memory_total": getattr(mem, "total", mem),
-        "clocks_mhz": {"sm": q(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
-                       "mem": q(pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
-                       "sm_max": q(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM)},
-        "temperature_c": q(pynvml.nvmlDeviceGetTemperature, pynvml.NVML_TEMPERATURE_GPU),
-        "power_w": _div(q(pynvml.nvmlDeviceGetPowerUsage), 1000),
-        "power_limit_w": _div(q(pynvml.nvmlDeviceGetEnforcedPowerLimit), 1000),
-        "throttle_reasons": q(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons),
-        "persistence_mode": q(pynvml.nvmlDeviceGetPersistenceMode),
-    }
-
-
-def _s(v):
-    return v.decode() if isinstance(v, bytes) else v
-
-
-def _div(v, d):
-    return v / d if isinstance(v, (int, float)) else v
