@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from reprokit.bundle import schemas
+from reprokit.bundle import meaning, schemas
 from reprokit.errors import BundleInvalid, BundleRefused, BundleUnusable, UsageError
 
 FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..newest
@@ -169,6 +169,7 @@ class _Scan:
     sha256: str = ""
     members: dict = field(default_factory=dict)      # rel -> Member
     data: dict = field(default_factory=dict)         # rel -> bytes, for kept members
+    ir: dict = field(default_factory=dict)           # rel -> (level, TMA moves, {op: count}) of IR files
     refused: list = field(default_factory=list)
     problems: list = field(default_factory=list)
 
@@ -320,7 +321,9 @@ def _walk(stream: _CountingStream, scan: _Scan, limits: Limits, keep, write_to: 
 def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Scan, keep,
                  write_to: Path | None) -> Member:
     sha = hashlib.sha256()
-    kept = [] if (rel in DOCS or rel in UNLISTED or keep(rel)) else None
+    level = meaning.ir_level(rel)
+    keep_it = rel in DOCS or rel in UNLISTED or keep(rel)
+    kept = [] if keep_it or level else None
     out = None
     if write_to is not None:
         target = write_to.joinpath(scan.root, *rel.split("/"))
@@ -345,7 +348,11 @@ def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Sca
         if out is not None:
             out.close()
     if kept is not None:
-        scan.data[rel] = b"".join(kept)
+        data = b"".join(kept)
+        if level:  # the oracle counts it now, so verify need not hold every IR file at once
+            scan.ir[rel] = (level, *meaning.count(level, data))
+        if keep_it:
+            scan.data[rel] = data
     return Member(rel, n, sha.hexdigest())
 
 
@@ -411,6 +418,7 @@ def _check_contents(scan: _Scan) -> tuple[dict, dict, list[str]]:
             docs[rel] = doc if not doc_problems else None
     if all(docs.get(d) is not None for d in ("plan.json", "results.json")):
         problems += schemas.consistency_problems(docs["plan.json"], docs["results.json"], set(scan.members))
+        problems += meaning.problems(docs["plan.json"], docs["results.json"], scan.ir)
     return (manifest if isinstance(manifest, dict) else {}), docs, problems
 
 

@@ -9,6 +9,7 @@ give the same bytes. The file appears under its final name only once complete.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
@@ -16,16 +17,16 @@ import json
 import os
 import re
 import tarfile
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from reprokit import __version__
-from reprokit.bundle import readme, schemas
+from reprokit.bundle import meaning, readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
-from reprokit.errors import CaptureInvalid, UsageError
+from reprokit import locks
+from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, redact_env
 
 FORMAT = 1
@@ -274,42 +275,96 @@ def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict
         "stack": scrubber.scrub_json(stack)[0], "profile": scrubber.scrub_json(profile)[0],
         "executor": scrubber.scrub_json(executor)[0],
     }
-    run_id = hashlib.sha256(b"".join(doc_bytes[n] for n in DOCS) + dump_json(
-        [meta, mode, share, parent, __version__])).hexdigest()
-    name = "-".join((_slug(stack.get("name", "stack")), _slug(profile.get("key", "gpu")),
-                     time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch)), run_id[:10]))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / f"{name}.tgz"
-    fd, tmp_name = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".partial")
+    name = bundle_name(stack, profile, epoch, entries, doc_bytes, [meta, mode, share, parent, __version__])
+    head = {
+        "format": FORMAT, "name": name, "reprokit": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)), "source_date_epoch": epoch,
+        "mode": mode, "suite": plan["suite"], **meta, "parent": parent,
+    }
     try:
-        with os.fdopen(fd, "wb") as raw:
-            _write_tar(raw, name, epoch, compresslevel, entries, dirs, doc_bytes, scrubber, log, {
-                "format": FORMAT, "name": name, "reprokit": __version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)), "source_date_epoch": epoch,
-                "mode": mode, "suite": plan["suite"], **meta, "parent": parent,
-            }, share, results, env)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, final)
-    except BaseException:
-        # Whatever stopped us (a read error, a bug, Ctrl-C), no partial bundle stays behind.
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(out_dir, e, "cannot create the bundle folder") from None
+    final = out_dir / f"{name}.tgz"
+    locks.sweep(out_dir)
+    with locks.hold(final, "bundle"), locks.temp(out_dir, f".{name}", "partial", is_dir=False) as tmp:
+        # Whatever stops us (a read error, a full disk, a bug, a signal), the temp file goes.
         try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+            with open(tmp.path, "wb") as raw:
+                _write_tar(raw, name, epoch, compresslevel, entries, dirs, doc_bytes, scrubber, log, head, share,
+                           plan, results, env)
+                raw.flush()
+                os.fsync(raw.fileno())
+        except OSError as e:
+            raise FileSystemError.of(tmp.path, e, "cannot write the bundle") from None
+        _publish(tmp.path, final)
     return final
 
 
+def bundle_name(stack: dict, profile: dict, epoch: int, entries: list[Entry], doc_bytes: dict, facts: list) -> str:
+    """<stack>-<gpu>-<UTC time>-<10 hex>: the hash covers every input byte (each file of the capture,
+    the redacted documents) and every fact that shapes the output, so two different bundles never
+    share a name, and the same capture packed again gets the same one."""
+    h = hashlib.sha256(dump_json(facts))
+    for e in entries:
+        data = doc_bytes.get(e.path)
+        digest = hashlib.sha256(data) if data is not None else _file_sha256(e)
+        h.update(f"{digest.hexdigest()}  {e.path}\n".encode())
+    return "-".join((_slug(stack.get("name", "stack")), _slug(profile.get("key", "gpu")),
+                     time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch)), h.hexdigest()[:10]))
+
+
+def _file_sha256(entry: Entry):
+    h = hashlib.sha256()
+    try:
+        with open(entry.source, "rb") as f:
+            while chunk := f.read(_COPY_BUFSIZE):
+                h.update(chunk)
+    except OSError as e:
+        raise FileSystemError.of(entry.source, e, "cannot read") from None
+    return h
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    """Put the finished file under its name, never over a different one: a link fails where a
+    rename would silently replace. The same bytes already there (the same capture packed
+    again) are fine; different bytes under the same name are refused."""
+    os.chmod(tmp, 0o644)
+    try:
+        os.link(tmp, final)
+        return
+    except FileExistsError:
+        pass
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EOPNOTSUPP) or final.exists():
+            raise FileSystemError.of(final, e, "cannot publish the bundle") from None
+        os.replace(tmp, final)  # a file system without hard links: we hold the name's lock
+        return
+    if _sha256(final) != _sha256(tmp):
+        raise OutputExists(f"{final} exists and holds a different bundle; it was not replaced "
+                           "(move it away, or pack into another --out)")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_COPY_BUFSIZE):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def _write_tar(raw, name: str, epoch: int, level: int, entries: list[Entry], dirs: list[str], doc_bytes: dict,
-               scrubber: Scrubber, log: _Scrubbed, head: dict, share: bool, results: dict, env: dict) -> None:
-    files = []
+               scrubber: Scrubber, log: _Scrubbed, head: dict, share: bool, plan: dict, results: dict,
+               env: dict) -> None:
+    files, ir = [], {}
     with gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         tar.copybufsize = _COPY_BUFSIZE
 
         def add(rel: str, data: bytes, role: str | None) -> None:
+            level = meaning.ir_level(rel)
+            if level:
+                ir[rel] = (level, *meaning.count(level, data))
             tar.addfile(_tarinfo(f"{name}/{rel}", epoch, len(data)), io.BytesIO(data))
             if role is not None:
                 files.append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
@@ -326,6 +381,9 @@ def _write_tar(raw, name: str, epoch: int, level: int, entries: list[Entry], dir
             else:
                 data = _read_scrubbed(entry, scrubber, log)
             add(rel, data, entry.role)
+        problems = meaning.problems(plan, results, ir)
+        if problems:  # what verify would refuse is never packed: a mixed or edited capture
+            raise CaptureInvalid(f"{name}: the capture contradicts itself: {problems[0]}", problems)
         manifest = dict(head)
         manifest["redaction"] = {"marker": MARKER, "variables": sorted(log.variables | set(env.get("redacted", []))),
                                  "files": sorted(log.secret_files)}
@@ -349,7 +407,7 @@ def _read_scrubbed(entry: Entry, scrubber: Scrubber, log: _Scrubbed) -> bytes:
     try:
         data = entry.source.read_bytes()
     except OSError as e:
-        raise CaptureInvalid(f"{entry.path}: cannot be read: {e.strerror or e}") from None
+        raise FileSystemError.of(entry.source, e, "cannot read") from None
     if entry.role in _JSON_ROLES and entry.path.endswith(".json"):
         try:
             doc = json.loads(data)

@@ -135,3 +135,40 @@ HOSTILE_KINDS = {
     "total-too-big": "add up to more than the bundle limit",
     "gzip-bomb": "compression bomb",
 }
+
+
+def reseal(src: Path, dst: Path, edit) -> Path:
+    """A forgery done properly: edit({rel: bytes}) -> {rel: bytes}, then the manifest's sizes,
+    sha256s and content_sha256 and SHA256SUMS recomputed, so every checksum agrees again."""
+    import hashlib
+    import json
+
+    def doit(files):
+        files = edit(files)
+        manifest = json.loads(files["manifest.json"])
+        entries = []
+        for rel in sorted(files):
+            if rel in ("manifest.json", "SHA256SUMS"):
+                continue
+            role = next((f["role"] for f in manifest["files"] if f["path"] == rel), "other")
+            entries.append({"path": rel, "size": len(files[rel]), "sha256": hashlib.sha256(files[rel]).hexdigest(),
+                            "role": role})
+        manifest["files"] = entries
+        manifest["content_sha256"] = hashlib.sha256("".join(
+            f"{f['sha256']}  {f['path']}\n" for f in entries if f["role"] != "readme").encode()).hexdigest()
+        files["manifest.json"] = (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+        sums = sorted([(f["path"], f["sha256"]) for f in entries]
+                      + [("manifest.json", hashlib.sha256(files["manifest.json"]).hexdigest())])
+        files["SHA256SUMS"] = "".join(f"{h}  {p}\n" for p, h in sums).encode()
+        return files
+
+    return repack(src, dst, doit)
+
+
+def edit_json(files: dict, rel: str, change) -> dict:
+    import json
+
+    doc = json.loads(files[rel])
+    change(doc)
+    files[rel] = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+    return files

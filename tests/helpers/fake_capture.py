@@ -9,6 +9,8 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
+from reprokit.harness import oracle
+
 PROFILE_H100 = {"key": "h100", "name": "NVIDIA H100 80GB HBM3", "capability": 90, "arch": "sm_90",
                 "sm_count": 132, "smem_per_block": 232448, "mem_bandwidth_gbs": 3350, "fp16_tflops": 989.4}
 STACK = {"name": "triton-3.5-cu130", "triton": "3.5.0", "torch": "2.9.0",
@@ -227,8 +229,6 @@ def _record(case: dict, home: str, uuid: str | None) -> tuple[dict, dict]:
     files["compile.log"] = f"compiling {cid} with {ptxas}\n".encode()
     if uuid:
         files["compile.log"] += f"device {uuid}\n".encode()
-    counts = {"ttir": 2, "ttgir": 3, "llir": 2, "ptx": 2, "sass": 2} if tma else \
-        {"ttir": 0, "ttgir": 0, "llir": 0, "ptx": 0, "sass": 0}
     rec.update(
         status="ok", compile_s=0.41, stderr_tail=files["compile.log"].decode().strip(),
         artifacts={k: f"cases/{cid}/kernel.{k}" for k in ("ttir", "ttgir", "llir", "ptx", "cubin", "sass")}
@@ -238,16 +238,20 @@ def _record(case: dict, home: str, uuid: str | None) -> tuple[dict, dict]:
         ptxas={"path": ptxas, "version": "12.8.93", "argv": [ptxas, "-lineinfo", "-v", "--gpu-name=sm_90a"],
                "returncode": 0, "seconds": 0.05},
         launch={"fits": True, "shared_bytes": 32776, "limit": 232448},
-        tma=counts,
-        tma_ops={"ttgir": {"ttng.async_tma_copy_global_to_local": 1, "ttng.async_tma_copy_local_to_global": 1}}
-        if tma else {"ttgir": {}},
-        verdict="tma" if tma else "no-tma", met=tma,
-        reason=f"{'TMA' if tma else 'no TMA'} at sass (sass={counts['sass']}); expected tma",
         sass_tool={"name": "cuobjdump", "path": ptxas.replace("ptxas", "cuobjdump")},
     )
-    files["metadata.json"] = (json.dumps({k: v for k, v in rec.items() if k not in ("verdict", "met", "reason")},
-                                         indent=1, sort_keys=True) + "\n").encode()
     return rec, files
+
+
+def _judge(case: dict, rec: dict, files: dict, gate: dict | None) -> None:
+    """What the harness does once a case's files exist: the oracle's counts from its IR (written
+    to metadata.json), then its verdict, so that the record follows from the files as in a real run."""
+    if rec["status"] == "ok":
+        texts = {lv: files[f"kernel.{lv}"].decode() for lv in oracle.LEVELS if f"kernel.{lv}" in files}
+        rec["tma"], rec["tma_ops"] = oracle.scan_all(texts)
+        files["metadata.json"] = (json.dumps({k: v for k, v in rec.items() if k not in ("verdict", "met", "reason")},
+                                             indent=1, sort_keys=True) + "\n").encode()
+        rec.update(oracle.judge(case, rec, gate))
 
 
 def make_capture(root: Path, *, mode: str = "compile-only", env_vars: dict | None = None,
@@ -268,13 +272,15 @@ def make_capture(root: Path, *, mode: str = "compile-only", env_vars: dict | Non
             "problem": {"M": 4096, "N": 4096, "K": 4096}, "timeout_s": 300.0, "cases": cases}
     for name, text in KERNELS.items():
         (root / "kernels" / name).write_text(text)
-    records = []
+    records, by_id = [], {}
     for i, case in enumerate(cases):
         rec, files = _record(case, home, gpu_uuid)
         if case["control"] == "gemm" and (ir_bytes or cubin_size):
             for j, kind in enumerate(("ttir", "ttgir", "llir", "ptx", "sass")):
                 files[f"kernel.{kind}"] += ir_text(kind, ir_bytes, seed=seed * 100003 + i * 7 + j).encode()
             files["kernel.cubin"] = cubin_bytes(cubin_size, seed=seed * 100003 + i)
+        _judge(case, rec, files, by_id.get(case.get("gated_by")))
+        by_id[case["id"]] = rec
         case_dir = root / "cases" / case["id"]
         case_dir.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():

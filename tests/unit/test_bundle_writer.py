@@ -16,7 +16,7 @@ from reprokit.bundle import writer
 from reprokit.bundle.reader import open_bundle, verify
 from reprokit.bundle.writer import write_bundle
 from reprokit.cli import main
-from reprokit.errors import CaptureInvalid, UsageError
+from reprokit.errors import CaptureInvalid, UsageError, FileSystemError
 from tests.helpers.bundle_tools import make_bundle, members
 from tests.helpers.fake_capture import EXECUTOR, FINISHED, PROFILE_H100, STACK, make_capture
 
@@ -159,7 +159,7 @@ def test_failure_midway_leaves_no_partial_bundle(capture, tmp_path, monkeypatch,
 
     monkeypatch.setattr(writer, "_read_scrubbed", flaky)
     out = tmp_path / "out"
-    expected = {"file vanishes": CaptureInvalid, "interrupt": KeyboardInterrupt, "bug": _Boom}[failure]
+    expected = {"file vanishes": FileSystemError, "interrupt": KeyboardInterrupt, "bug": _Boom}[failure]
     with pytest.raises(expected):
         _pack(capture, out)
     assert len(calls) == 6
