@@ -131,7 +131,9 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
         compiled = triton.compile(src, target=target, options=compat.compile_options(case["num_warps"], case["num_stages"]))
     except Exception as e:  # noqa: BLE001 - any compiler exception is this case's result, by design
         rec["compile_s"] = round(time.perf_counter() - t0, 4)
-        rec.update(status="compile_error", error=_one_line(e), exception=type(e).__name__)
+        removed = compat.removed_api(e)
+        rec.update(status="unsupported" if removed else "compile_error", error=removed or _one_line(e),
+                   exception=type(e).__name__)
         traceback.print_exc()
         _record_ptxas(rec, recorder, case_dir)
         return rec

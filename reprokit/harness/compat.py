@@ -43,6 +43,32 @@ def _has(req: str) -> bool:
     raise ValueError(f"unknown requirement form {req!r}")
 
 
+def removed_api(exc: BaseException) -> str | None:
+    """The compiler's own words when a compile failed because this release keeps a name but
+    dropped what it did, else None.
+
+    3.9 still has `tl.make_block_ptr`, so the attribute probe above passes, but calling it raises
+    NotImplementedError("Block pointers have been removed in favor of the tensor descriptor
+    API"), which the code generator wraps in a CompilationError. Any NotImplementedError raised
+    from Triton's own code, anywhere in the exception's chain, is read so.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, NotImplementedError) and _raised_in_triton(exc):
+            return str(exc).strip().splitlines()[0] if str(exc).strip() else f"triton {VERSION}: not implemented"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _raised_in_triton(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    root = os.path.dirname(triton.__file__) + os.sep
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(root)
+
+
 def gpu_target(capability: int, warp_size: int = 32):
     try:
         from triton.backends.compiler import GPUTarget
@@ -84,6 +110,15 @@ def make_source(fn, signature: dict, constexprs: dict, divisible_by_16: list):
     consts = {names.index(a): v for a, v in constexprs.items()}
     attrs = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
     return ASTSource(fn, sig, constants=consts, attrs=attrs)
+
+
+def astsource_form() -> str:
+    """Which of make_source's three forms this release takes, by the same probes: "constexprs"
+    (3.3+), "hints" (3.2) or "index" (3.0-3.1); the standalone reproducers write that form out."""
+    if _astsource_takes_constexprs():
+        return "constexprs"
+    attrs_cls = _attrs_descriptor_class()
+    return "hints" if attrs_cls is not None and hasattr(attrs_cls, "from_hints") else "index"
 
 
 def _attrs_descriptor_class():

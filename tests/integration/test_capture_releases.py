@@ -1,5 +1,6 @@
-"""The same harness, unchanged, on the releases between 3.0 and 3.5 (3.1.0, 3.2.0, 3.3.1, 3.4.0):
-each API form of ASTSource, each descriptor spelling, and what each release really does."""
+"""The same harness, unchanged, on the releases between 3.0 and 3.5 (3.1.0, 3.2.0, 3.3.1, 3.4.0)
+and after 3.6 (3.7.1, 3.8.0, 3.9.0): each API form of ASTSource, each descriptor spelling, and
+what each release really does, dropped APIs included."""
 
 from __future__ import annotations
 
@@ -62,3 +63,56 @@ def test_narrow_box_aborts_3_1_and_3_2_but_3_3_refuses_it(captured):
     for stack in ("triton-3.1-cu129", "triton-3.2-cu129"):
         assert by_id(captured(stack))["experimental_descriptor.p1"]["verdict"] == "crashed", stack
     assert by_id(captured("triton-3.3-cu129"))["experimental_descriptor.p1"]["verdict"] == "rejected"
+
+
+# After 3.6: one case per family and both descriptor negatives, h100; enough to see what each
+# release offers, refuses and dropped without the whole suite's cost.
+NEWER = ("triton-3.7-cu130", "triton-3.8-cu130", "triton-3.9-cu132")
+LEAN = "block_ptr.p0,block_ptr.p1,experimental_descriptor.p0,tensor_descriptor.p0,tensor_descriptor.p1,host_descriptor.p*"
+
+
+@pytest.fixture(scope="module", params=NEWER)
+def newer(request, captured):
+    return request.param, by_id(captured(request.param, "h100", LEAN))
+
+
+def test_newer_releases_keep_both_descriptor_families_and_refuse_their_negatives(newer):
+    stack, cases = newer
+    assert not [c["id"] for c in cases.values() if c["status"] == "harness_error"]
+    for fam in ("tensor_descriptor", "host_descriptor"):
+        p0 = cases[f"{fam}.p0"]
+        assert p0["verdict"] == "tma" and p0["tma"]["ttgir"] >= 2 and p0["tma"]["sass"] >= 2, (stack, p0["reason"])
+    assert cases["host_descriptor.p2"]["verdict"] == "tma"
+    assert cases["tensor_descriptor.p1"]["verdict"] == "rejected"
+    assert "last dim must be 1" in cases["tensor_descriptor.p1"]["error"]
+    host_p1 = cases["host_descriptor.p1"]
+    assert host_p1["verdict"] == "rejected" and host_p1["failing_pass"] == "TritonNvidiaGPUTMALoweringPass"
+    assert "must have between 1 and 5 coordinates" in host_p1["error"]
+
+
+def test_newer_releases_lack_experimental_descriptors(newer):
+    stack, cases = newer
+    c = cases["experimental_descriptor.p0"]
+    assert c["status"] == "unsupported" and "lacks tl._experimental_descriptor_load" in c["error"], stack
+
+
+def test_block_pointers_compile_without_tma_until_3_9_drops_them(newer):
+    stack, cases = newer
+    for cid in ("block_ptr.p0", "block_ptr.p1"):
+        c = cases[cid]
+        if stack == "triton-3.9-cu132":
+            # The name is still there (the attribute probe passes); the compiler itself says why.
+            assert c["status"] == "unsupported" and c["verdict"] == "unsupported" and c["met"] is None, cid
+            assert c["error"] == "Block pointers have been removed in favor of the tensor descriptor API"
+            assert c["exception"] == "CompilationError"
+        else:
+            assert c["status"] == "ok" and c["verdict"] == "no-tma" and c["tma"]["sass"] == 0, (stack, cid)
+
+
+def test_triton_3_9_runs_ptxas_blackwell_for_hopper_and_blackwell(captured):
+    # 3.9 ships ptxas 12.9 beside ptxas-blackwell 13.4 and uses the latter even for sm_90a.
+    for gpu, arch in (("h100", "sm_90a"), ("b200", "sm_100a")):
+        c = by_id(captured("triton-3.9-cu132", gpu, "tensor_descriptor.p0"))["tensor_descriptor.p0"]
+        assert c["verdict"] == "tma" and c["tma"]["sass"] >= 2, gpu
+        assert c["ptxas"]["path"].endswith("/ptxas-blackwell") and c["ptxas"]["version"].startswith("13.4."), gpu
+        assert f"--gpu-name={arch}" in c["ptxas"]["argv"], gpu
