@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from reprokit.bundle.reader import Limits, verify  # noqa: E402
 from reprokit.bundle.writer import COMPRESS_LEVEL, write_bundle  # noqa: E402
+from reprokit.options import BundleOptions, Origin  # noqa: E402
 from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_capture  # noqa: E402
 
 TARGET = 1.2
@@ -58,8 +59,8 @@ def ours(cap: Path, work: Path, level: int) -> tuple[float, float, int]:
     out = work / f"bundles-{level}"
     shutil.rmtree(out, ignore_errors=True)
     box = {}
-    t_write = _timed(lambda: box.setdefault("path", write_bundle(
-        cap, out, stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only", compresslevel=level)))
+    origin = Origin(stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only")
+    t_write = _timed(lambda: box.setdefault("path", write_bundle(cap, origin, BundleOptions(out, compresslevel=level))))
     limits = Limits(max_bundle_bytes=4 << 30, max_member_bytes=1 << 30)
     problems = []
     t_verify = _timed(lambda: problems.extend(verify(box["path"], limits)))

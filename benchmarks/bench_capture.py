@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from reprokit.config import load_config  # noqa: E402
 from reprokit.executors import harness_env  # noqa: E402
-from reprokit.executors.local import run_python_harness  # noqa: E402
+from reprokit.executors.local import LocalExecutor  # noqa: E402
+from reprokit.options import HostEnv  # noqa: E402
 from reprokit.suite import build_plan, copy_kernels, kernels_dir  # noqa: E402
 
 OVERHEAD_TARGET = 1.10
@@ -57,7 +58,7 @@ def main() -> int:
     else:
         from reprokit.executors.venv import VenvExecutor
 
-        python = VenvExecutor().prepare(stack)["python"]
+        python = VenvExecutor(host=HostEnv.from_environ(os.environ)).prepare(stack)["python"]
         label = f"{stack.name} (triton {stack.triton})"
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     plan = build_plan(profile, stack.pins())
@@ -70,7 +71,8 @@ def main() -> int:
     def bare() -> tuple[float, float]:
         t0 = time.perf_counter()
         p = subprocess.run([python, str(ROOT / "benchmarks" / "_bare_compile.py"), str(work / "plan.json"),
-                            str(work / "kernels")], capture_output=True, text=True, env=harness_env(), check=True)
+                            str(work / "kernels")], capture_output=True, text=True,
+                           env=harness_env(HostEnv.from_environ(os.environ)), check=True)
         seconds = time.perf_counter() - t0
         return seconds, json.loads(p.stdout.strip().splitlines()[-1])["serial_s"]
 
@@ -86,9 +88,9 @@ def main() -> int:
             cache = str(work / "sass-cold")
             shutil.rmtree(cache, ignore_errors=True)
             os.mkdir(cache)
-        os.environ["REPROKIT_SASS_CACHE"] = cache
+        executor = LocalExecutor(python, host=HostEnv.from_environ({**os.environ, "REPROKIT_SASS_CACHE": cache}))
         t0 = time.perf_counter()
-        r = run_python_harness("venv", python, out, workers=workers, timeout_s=1800)
+        r = executor.run_harness(stack, out, workers=workers, timeout_s=1800, gpu=False)
         seconds = time.perf_counter() - t0
         if not r.ok:
             raise SystemExit(f"harness failed: {r.log_tail}")

@@ -35,6 +35,7 @@ from reprokit.errors import ReprokitError
 from reprokit.executors.docker import DockerExecutor
 from reprokit.executors.local import LocalExecutor
 from reprokit.executors.venv import VenvExecutor
+from reprokit.options import GpuOptions, HostEnv, RunOptions
 
 TARGET = 1.15
 
@@ -43,7 +44,7 @@ def timed_capture(stack, profile, executor, root: Path, tag: str, args) -> tuple
     """One capture into a fresh folder: (wall seconds, harness-reported seconds)."""
     out = root / tag
     started = time.perf_counter()
-    cap = capture(stack, profile, out, executor, workers=args.workers, only=args.cases)
+    cap = capture(stack, executor, out, RunOptions(GpuOptions(profile), workers=args.workers, only=args.cases))
     wall = time.perf_counter() - started
     shutil.rmtree(out)
     return wall, float(cap.results["wall_s"])
@@ -64,9 +65,10 @@ def main(argv=None) -> int:
     cfg = load_config()
     stack, profile = cfg.stack(args.stack), cfg.gpu(args.gpu)
     try:
-        venv = VenvExecutor(with_torch=False)
-        local = LocalExecutor(python=venv.prepare(stack)["python"])
-        docker_ex = DockerExecutor(with_torch=False if os.environ.get("REPROKIT_WITH_TORCH") != "1" else None)
+        host = HostEnv.from_environ(os.environ)
+        venv = VenvExecutor(host=host, with_torch=False)
+        local = LocalExecutor(python=venv.prepare(stack)["python"], host=host)
+        docker_ex = DockerExecutor(host=host, with_torch=host.with_torch is True)
         image = docker_ex.prepare(stack)
         console.print(f"stack {stack.name}: image {image['image']} ({'built' if image['built'] else 'warm'}), "
                       f"local python {local.python}; {args.repeat} runs each, {args.workers} workers")

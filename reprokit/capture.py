@@ -14,6 +14,7 @@ from pathlib import Path
 from reprokit.config import GpuProfile, Stack
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import Executor, RunResult
+from reprokit.options import Origin, RunOptions
 from reprokit.suite import build_plan, copy_kernels, kernels_dir
 
 
@@ -30,6 +31,11 @@ class Capture:
 
     def executor_facts(self) -> dict:
         return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
+
+    def origin(self) -> Origin:
+        """What its bundle records about where it came from."""
+        return Origin(stack=self.stack.pins(), profile=self.profile.to_dict(), executor=self.executor_facts(),
+                      mode=self.mode)
 
     def warnings(self) -> list[str]:
         """What the user set that this stack ignores: knob-like variables its Triton never reads."""
@@ -50,25 +56,25 @@ def check_out_dir(out_dir: Path, force: bool) -> bool:
     return False
 
 
-def capture(stack: Stack, profile: GpuProfile, out_dir: Path, executor: Executor, *, workers: int = 1,
-            mode: str = "compile-only", only: str | None = None, case_timeout_s: float | None = None,
-            run_timeout_s: float = 3600, force: bool = False, kernels: Path | None = None,
-            plan: dict | None = None) -> Capture:
-    """Run the suite (or a given plan, for replay) in `stack` and leave a capture folder at out_dir."""
+def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions) -> Capture:
+    """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir."""
     out_dir = Path(out_dir)
-    if check_out_dir(out_dir, force):
+    profile, mode = options.profile, options.mode
+    if check_out_dir(out_dir, options.force):
         shutil.rmtree(out_dir)
     work = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     (work / "logs").mkdir(parents=True)
-    if plan is None:
-        plan = build_plan(profile, stack.pins(), mode=mode, only=only,
-                          timeout_s=case_timeout_s)
+    if options.plan is None:
+        plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
+    else:
+        plan = dict(options.plan)
     (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
-    copy_kernels(plan, Path(kernels or kernels_dir()), work / "kernels")
+    copy_kernels(plan, Path(options.kernels or kernels_dir()), work / "kernels")
     try:
         facts = executor.prepare(stack)
-        run = executor.run_harness(stack, work, workers=workers, timeout_s=run_timeout_s, gpu=(mode == "gpu"))
+        run = executor.run_harness(stack, work, workers=options.workers, timeout_s=options.run_timeout_s,
+                                   gpu=options.gpu.on_gpu)
     except BaseException:
         # Nothing ran (the stack could not be prepared or started): nothing to keep.
         shutil.rmtree(work, ignore_errors=True)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from reprokit import __version__
 from reprokit.errors import BundleInvalid, ReprokitError
+from reprokit.options import HostEnv
 
 VERBS = ("capture", "run", "replay", "bundle", "verify", "show", "prepare", "stacks")
 
@@ -31,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # The one place the environment is read: verbs hand what they need down as options.
+        args.host = HostEnv.from_environ(os.environ)
         return args.func(args)
     except BundleInvalid as e:
         for p in e.problems:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -49,6 +49,16 @@ class GpuProfile:
     def to_dict(self) -> dict:
         return {**asdict(self), "arch": self.arch}
 
+    @classmethod
+    def from_dict(cls, d: dict, key: str | None = None, where: str = "GPU profile") -> GpuProfile:
+        """A profile from its to_dict() form (a plan's) or a stacks.toml table (key given apart);
+        other keys (arch, which is derived) are ignored."""
+        d = {**d, "key": key} if key is not None else d
+        missing = sorted(k for k in gpu_keys() | {"key"} if k not in d)
+        if missing:
+            raise ConfigError(f"{where} {d.get('key')!r} lacks {', '.join(missing)}")
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
+
 
 @dataclass(frozen=True)
 class Stack:
@@ -61,6 +71,15 @@ class Stack:
     base_image: str | None = None
     dockerfile: str | None = None
     extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_pins(cls, pins: dict, name: str | None = None) -> Stack:
+        """A stack from its pins() form (a manifest's or plan's) or a stacks.toml table (name given
+        apart); keys that are not fields travel in `extra`."""
+        pins = {**pins, "name": name} if name is not None else dict(pins)
+        known = stack_fields()
+        return cls(**{k: v for k, v in pins.items() if k in known or k == "name"},
+                   extra={k: v for k, v in pins.items() if k not in known and k != "name"})
 
     def pins(self) -> dict:
         d = asdict(self)
@@ -76,8 +95,14 @@ class Stack:
         return h.hexdigest()[:12]
 
 
-_STACK_KEYS = {"triton", "torch", "torch_index", "cuda", "python", "base_image", "dockerfile"}
-_GPU_KEYS = {"name", "capability", "sm_count", "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops"}
+def stack_fields() -> frozenset:
+    """The pins a Stack knows by name (triton, torch, ...): everything else is `extra`."""
+    return frozenset(f.name for f in fields(Stack)) - {"name", "extra"}
+
+
+def gpu_keys() -> frozenset:
+    """The keys a GPU profile's table in stacks.toml must have (its key is the table's name)."""
+    return frozenset(f.name for f in fields(GpuProfile)) - {"key"}
 
 
 @dataclass(frozen=True)
@@ -122,13 +147,9 @@ def load_config(path: Path | None = None) -> Config:
     for name, s in raw.get("stacks", {}).items():
         if "triton" not in s:
             raise ConfigError(f"{path}: stack {name!r} has no 'triton' pin")
-        known = {k: s[k] for k in s if k in _STACK_KEYS}
-        stacks[name] = Stack(name=name, **known, extra={k: s[k] for k in s if k not in _STACK_KEYS})
+        stacks[name] = Stack.from_pins(s, name=name)
     for key, g in raw.get("gpus", {}).items():
-        missing = _GPU_KEYS - set(g)
-        if missing:
-            raise ConfigError(f"{path}: GPU profile {key!r} lacks {', '.join(sorted(missing))}")
-        gpus[key] = GpuProfile(key=key, **{k: g[k] for k in _GPU_KEYS})
+        gpus[key] = GpuProfile.from_dict(g, key=key, where=f"{path}: GPU profile")
     if not gpus:
         raise ConfigError(f"{path}: no [gpus.*] profiles")
     return Config(stacks=stacks, gpus=gpus, path=Path(path))

@@ -38,7 +38,7 @@ def detect() -> tuple[list[HostGpu], str | None]:
 
 
 def choose_mode(profile: GpuProfile, requested: str = "auto", gpus: list[HostGpu] | None = None,
-                why_none: str | None = None, say=print) -> str:
+                why_none: str | None = None, say=None) -> str:
     """`compile-only` without a GPU (said once); `gpu` on a GPU of the profile's capability;
     an error on a GPU of another one, since its results would be mislabelled."""
     if requested == "compile-only":
@@ -48,8 +48,9 @@ def choose_mode(profile: GpuProfile, requested: str = "auto", gpus: list[HostGpu
     if not gpus:
         if requested == "gpu":
             raise GpuMismatchError(f"--mode gpu asked for, but this host has no GPU: {why_none}")
-        say(f"No GPU on this host ({why_none}): compiling ahead of time for {profile.key} ({profile.arch}), "
-            "compile-only.")
+        if say:
+            say(f"No GPU on this host ({why_none}): compiling ahead of time for {profile.key} ({profile.arch}), "
+                "compile-only.")
         return "compile-only"
     match = [g for g in gpus if g.capability == profile.capability]
     if not match:

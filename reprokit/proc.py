@@ -6,9 +6,9 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -34,16 +34,17 @@ def run(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
-    echo: bool = False,
+    echo: Callable[[str], None] | None = None,
     capture_stdout: bool = True,
     log_path: Path | None = None,
 ) -> ProcResult:
     """Run argv in its own process group; on timeout kill the whole group.
 
-    stderr is kept (its tail is returned; all of it goes to `log_path` when given).
+    stderr is kept (its tail is returned; all of it goes to `log_path` when given); `echo`, when
+    given, is told the command line first.
     """
-    if echo:
-        print("+ " + shlex.join(argv), file=sys.stderr)
+    if echo is not None:
+        echo("+ " + shlex.join(argv))
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,

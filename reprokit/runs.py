@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from reprokit.capture import capture
-from reprokit.config import GpuProfile, Stack
+from reprokit.config import Stack
 from reprokit.errors import ReprokitError
 from reprokit.executors import Executor
+from reprokit.options import BundleOptions, RunOptions
+
+# progress(stack name, state): how run_stacks tells its caller where it is.
+Progress = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -29,28 +34,24 @@ class StackOutcome:
         return self.error is None
 
 
-def run_stacks(stacks: list[Stack], profile: GpuProfile, executor: Executor, out: Path, *, workers: int,
-               mode: str, only: str | None = None, case_timeout_s: float | None = None, share: bool = False,
-               parent: str | None = None, plan: dict | None = None, kernels: Path | None = None,
-               progress=None) -> list[StackOutcome]:
+def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bundle: BundleOptions,
+               progress: Progress | None = None) -> list[StackOutcome]:
+    """Capture and bundle each stack in turn (into bundle.out_dir); `progress(stack, state)` hears
+    capturing, bundling, then done or failed."""
     from reprokit.bundle.writer import write_bundle
 
     outcomes = []
-    out.mkdir(parents=True, exist_ok=True)
+    Path(bundle.out_dir).mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="reprokit-run-"))
     try:
         for stack in stacks:
             if progress:
                 progress(stack.name, "capturing")
             try:
-                cap = capture(stack, profile, scratch / stack.name, executor, workers=workers, mode=mode,
-                              only=only, case_timeout_s=case_timeout_s, plan=_plan_for(plan, stack),
-                              kernels=kernels)
+                cap = capture(stack, executor, scratch / stack.name, _options_for(options, stack))
                 if progress:
                     progress(stack.name, "bundling")
-                path = write_bundle(cap.out_dir, out, stack=stack.pins(),
-                                    profile=profile.to_dict(), executor=cap.executor_facts(), mode=cap.mode,
-                                    share=share, parent=parent)
+                path = write_bundle(cap.out_dir, cap.origin(), bundle)
                 outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings())))
             except ReprokitError as e:
                 outcomes.append(StackOutcome(stack.name, None, None, str(e)))
@@ -61,11 +62,11 @@ def run_stacks(stacks: list[Stack], profile: GpuProfile, executor: Executor, out
     return outcomes
 
 
-def _plan_for(plan: dict | None, stack: Stack) -> dict | None:
+def _options_for(options: RunOptions, stack: Stack) -> RunOptions:
     """A replayed plan runs as recorded, but names the stack it now runs on."""
-    if plan is None:
-        return None
-    return {**plan, "stack": stack.pins()}
+    if options.plan is None:
+        return options
+    return replace(options, plan={**options.plan, "stack": stack.pins()})
 
 
 def grid(outcomes: list[StackOutcome]) -> tuple[list[str], list[tuple[str, list[str]]]]:

@@ -17,6 +17,7 @@ from reprokit.capture import capture
 from reprokit.config import load_config
 from reprokit.errors import ExecutorError
 from reprokit.suite import build_plan
+from tests.helpers.runs import host, opts
 
 ALL_STACKS = ("triton-3.0-cu129", "triton-3.5-cu130", "triton-3.6-cu130")
 
@@ -30,7 +31,7 @@ def config():
 def venv_executor():
     from reprokit.executors.venv import VenvExecutor
 
-    return VenvExecutor(log=lambda msg: None)
+    return VenvExecutor(host=host())
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +68,7 @@ def captured(tmp_path_factory, config, venv_executor, stack_ready):
             if edit:
                 plan = edit(copy.deepcopy(plan))
             out = tmp_path_factory.mktemp("cap") / f"{stack}-{gpu}"
-            cache[k] = capture(s, profile, out, venv_executor, workers=2, plan=plan)
+            cache[k] = capture(s, venv_executor, out, opts(profile, workers=2, plan=plan))
         return cache[k]
 
     return get

@@ -28,10 +28,9 @@ from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
 from reprokit import locks
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, redact_env
+from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
 
 FORMAT = 1
-# The writer compresses at gzip's own default, so bundles are as small as `tar czf` makes them.
-COMPRESS_LEVEL = 6
 DOCS = ("plan.json", "results.json", "env.json")
 GENERATED = ("README.md", "manifest.json", "SHA256SUMS")
 _JSON_ROLES = ("plan", "results", "env", "metadata")
@@ -142,14 +141,9 @@ def parse_utc(text: str) -> int:
 
 
 def bundle_epoch(results: dict, source_date_epoch: int | None = None) -> int:
-    """The bundle's one time: the argument, else $SOURCE_DATE_EPOCH, else when the capture finished."""
+    """The bundle's one time: the argument (SOURCE_DATE_EPOCH, at the edge), else when the capture finished."""
     if source_date_epoch is not None:
         epoch = source_date_epoch
-    elif os.environ.get("SOURCE_DATE_EPOCH", "").strip():
-        raw = os.environ["SOURCE_DATE_EPOCH"].strip()
-        if not raw.isdigit():
-            raise UsageError(f"SOURCE_DATE_EPOCH={raw!r} is not a whole number of seconds")
-        epoch = int(raw)
     else:
         try:
             epoch = parse_utc(results["finished"])
@@ -224,22 +218,22 @@ def _image_digest(stack: dict, executor: dict) -> str | None:
     return image_id if isinstance(image_id, str) and image_id.startswith("sha256:") else None
 
 
-def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict, executor: dict, mode: str,
-                 share: bool = False, parent: str | None = None, source_date_epoch: int | None = None,
-                 compresslevel: int = COMPRESS_LEVEL) -> Path:
-    """Pack `capture_dir` into out_dir/<stack>-<gpu>-<UTC time>-<short hash>.tgz and return its path.
+def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions = BundleOptions()) -> Path:
+    """Pack `capture_dir` into options.out_dir/<stack>-<gpu>-<UTC time>-<short hash>.tgz; return its path.
 
-    stack: the stack's name and pins (image_digest too, where known); profile: the GPU profile as
-    GpuProfile.to_dict() gives it; executor: {"name": ..., facts...}; mode: compile-only | gpu;
-    share: also replace host identity; parent: sha256 of the bundle this one replays.
+    origin.stack: the stack's name and pins (image_digest too, where known); origin.profile: the
+    GPU profile as GpuProfile.to_dict() gives it; origin.executor: {"name": ..., facts...};
+    origin.mode: compile-only | gpu. options: share, parent, bundle time (see BundleOptions).
     Raises CaptureInvalid (a file or document is wrong) or UsageError (bad arguments).
     """
-    capture_dir, out_dir = Path(capture_dir), Path(out_dir)
+    capture_dir, out_dir = Path(capture_dir), Path(options.out_dir)
+    mode, share, parent = origin.mode, options.share, options.parent
     if mode not in ("compile-only", "gpu"):
         raise UsageError(f"mode {mode!r} is not compile-only or gpu")
     if parent is not None and not _SHA256.match(parent):
         raise UsageError(f"parent {parent!r} is not a sha256 (64 lowercase hex digits)")
-    stack, profile, executor = _plain(stack, "stack"), _plain(profile, "profile"), _plain(executor, "executor")
+    stack, profile = _plain(origin.stack, "stack"), _plain(origin.profile, "profile")
+    executor = _plain(origin.executor, "executor")
     executor.setdefault("name", executor.get("kind", "unknown"))
     digest = _image_digest(stack, executor)
     if digest:
@@ -250,8 +244,8 @@ def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict
     plan_raw = docs["plan.json"] if isinstance(docs["plan.json"], dict) else {}
     env_raw = docs["env.json"] if isinstance(docs["env.json"], dict) else None
     # Host identity and secret values are taken before env.json's variables are redacted.
-    scrubber = Scrubber.for_capture(env_raw, share=share, keep=_keep_words(plan_raw, stack, profile, executor),
-                                    also=(docs["results.json"],))
+    scrubber = Scrubber.for_capture(env_raw, share=share, environ=options.environ,
+                                    keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],))
     _redact_env_doc(env_raw)
     log = _Scrubbed()
     doc_bytes = {}
@@ -270,7 +264,7 @@ def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict
                             f"{profile.get('key')}")
     if problems:
         raise CaptureInvalid(f"{capture_dir}: cannot be bundled: {problems[0]}", problems)
-    epoch = bundle_epoch(results, source_date_epoch)
+    epoch = bundle_epoch(results, options.source_date_epoch)
     meta = {
         "stack": scrubber.scrub_json(stack)[0], "profile": scrubber.scrub_json(profile)[0],
         "executor": scrubber.scrub_json(executor)[0],
@@ -291,8 +285,8 @@ def write_bundle(capture_dir: Path, out_dir: Path, *, stack: dict, profile: dict
         # Whatever stops us (a read error, a full disk, a bug, a signal), the temp file goes.
         try:
             with open(tmp.path, "wb") as raw:
-                _write_tar(raw, name, epoch, compresslevel, entries, dirs, doc_bytes, scrubber, log, head, share,
-                           plan, results, env)
+                _write_tar(raw, _Pack(name, epoch, options.compresslevel, entries, dirs, doc_bytes, head, share,
+                                      plan, results, env), scrubber, log)
                 raw.flush()
                 os.fsync(raw.fileno())
         except OSError as e:
@@ -353,11 +347,27 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _write_tar(raw, name: str, epoch: int, level: int, entries: list[Entry], dirs: list[str], doc_bytes: dict,
-               scrubber: Scrubber, log: _Scrubbed, head: dict, share: bool, plan: dict, results: dict,
-               env: dict) -> None:
+@dataclass(frozen=True)
+class _Pack:
+    """What one bundle holds, worked out before a byte is written."""
+
+    name: str
+    epoch: int
+    level: int
+    entries: list
+    dirs: list
+    doc_bytes: dict
+    head: dict         # the manifest's fields that do not depend on the files
+    share: bool
+    plan: dict
+    results: dict
+    env: dict
+
+
+def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
+    name, epoch, doc_bytes, env = pack.name, pack.epoch, pack.doc_bytes, pack.env
     files, ir = [], {}
-    with gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as gz, \
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=pack.level, fileobj=raw, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         tar.copybufsize = _COPY_BUFSIZE
 
@@ -371,7 +381,7 @@ def _write_tar(raw, name: str, epoch: int, level: int, entries: list[Entry], dir
                               "role": role})
 
         tar.addfile(_tarinfo(name, epoch, is_dir=True))
-        items = [(d, None) for d in dirs] + [(e.path, e) for e in entries]
+        items = [(d, None) for d in pack.dirs] + [(e.path, e) for e in pack.entries]
         for rel, entry in sorted(items, key=lambda it: it[0]):
             if entry is None:
                 tar.addfile(_tarinfo(f"{name}/{rel}", epoch, is_dir=True))
@@ -381,15 +391,15 @@ def _write_tar(raw, name: str, epoch: int, level: int, entries: list[Entry], dir
             else:
                 data = _read_scrubbed(entry, scrubber, log)
             add(rel, data, entry.role)
-        problems = meaning.problems(plan, results, ir)
+        problems = meaning.problems(pack.plan, pack.results, ir)
         if problems:  # what verify would refuse is never packed: a mixed or edited capture
             raise CaptureInvalid(f"{name}: the capture contradicts itself: {problems[0]}", problems)
-        manifest = dict(head)
+        manifest = dict(pack.head)
         manifest["redaction"] = {"marker": MARKER, "variables": sorted(log.variables | set(env.get("redacted", []))),
                                  "files": sorted(log.secret_files)}
-        manifest["share"] = {"applied": share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
+        manifest["share"] = {"applied": pack.share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
                              "files": sorted(log.share_files), "binary_files": sorted(log.share_binary)}
-        add("README.md", readme.render(name, manifest=manifest, results=results, env=env).encode(), "readme")
+        add("README.md", readme.render(name, manifest=manifest, results=pack.results, env=env).encode(), "readme")
         manifest["content_sha256"] = hashlib.sha256("".join(
             f"{f['sha256']}  {f['path']}\n" for f in files if f["role"] != "readme").encode()).hexdigest()
         manifest["files"] = sorted(files, key=lambda f: f["path"])

@@ -8,7 +8,6 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from reprokit.errors import UsageError
 
 EXECUTORS = ("auto", "docker", "venv", "local")
 
@@ -25,12 +24,6 @@ def add_run_args(p, *, default_executor: str = "auto") -> None:
     p.add_argument("--case-timeout", type=float, default=None, metavar="S", help="seconds per case (default from the suite)")
 
 
-def check_workers(n: int) -> int:
-    if n < 1:
-        raise UsageError(f"--workers must be at least 1, got {n}")
-    return n
-
-
 def console() -> Console:
     # Tables are wide; a pipe or CI log gets 200 columns rather than rich's 80.
     c = Console(highlight=False)
@@ -39,6 +32,29 @@ def console() -> Console:
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr)
+
+
+_STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red", "error": "red",
+          "timeout": "red", "unsupported": "dim", "inconclusive": "magenta", "failed": "red"}
+
+
+def print_grid(outcomes, title: str) -> None:
+    """The case-by-stack verdict table of `run` and `replay`, then one line per stack: its bundle
+    or why it failed."""
+    from reprokit.runs import grid
+
+    names, rows = grid(outcomes)
+    t = Table(title=title)
+    t.add_column("case", no_wrap=True)
+    for n in names:
+        t.add_column(n[len("triton-"):] if n.startswith("triton-") else n, no_wrap=True)
+    for cid, cells in rows:
+        t.add_row(cid, *[f"[{_STYLE.get(c.split()[0], 'white')}]{c}[/]" for c in cells])
+    console().print(t)
+    for o in outcomes:
+        say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
+        for w in o.warnings:
+            say(f"{o.stack}: warning: {w}")
 
 
 def verdict_table(cases: list[dict], title: str | None = None) -> Table:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reprokit.bundle.writer import write_bundle
 from reprokit.errors import CaptureInvalid, UsageError
+from reprokit.options import BundleOptions, Origin
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -60,8 +61,8 @@ def run(args) -> int:
         raise CaptureInvalid(f"{plan_path}: unreadable: {e}") from None
     if not isinstance(plan, dict) or not all(isinstance(plan.get(k), (dict, str)) for k in ("stack", "profile", "mode")):
         raise CaptureInvalid(f"{plan_path}: lacks stack, profile or mode")
-    path = write_bundle(args.capture, args.out, stack=plan["stack"], profile=plan["profile"],
-                        executor={"name": args.executor}, mode=plan["mode"], share=args.share,
-                        parent=parent_sha256(args.parent))
+    origin = Origin(stack=plan["stack"], profile=plan["profile"], executor={"name": args.executor}, mode=plan["mode"])
+    options = BundleOptions.from_host(args.host, args.out, share=args.share, parent=parent_sha256(args.parent))
+    path = write_bundle(args.capture, origin, options)
     print(path)
     return 0

@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 from reprokit.capture import capture, check_out_dir
-from reprokit.commands._common import add_run_args, check_workers, console, flat_case, say, verdict_table
+from reprokit.commands._common import add_run_args, console, flat_case, say, verdict_table
 from reprokit.config import load_config
+from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.gpu import choose_mode
+from reprokit.options import GpuOptions, RunOptions
 
 
 def add_parser(sub) -> None:
@@ -30,20 +32,18 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
-    workers = check_workers(args.workers)
     check_out_dir(args.out, args.force)
-    mode = choose_mode(profile, args.mode, say=say)
+    gpu = GpuOptions(profile, choose_mode(profile, args.mode, say=say))
+    options = RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout,
+                         force=args.force)
     if args.executor == "local":
         stack = local_stack()
     else:
-        from reprokit.errors import UsageError
-
         if not args.stack:
             raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
         stack = cfg.stack(args.stack)
-    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=[stack])
-    cap = capture(stack, profile, args.out, executor, workers=workers, mode=mode, only=args.cases,
-                  case_timeout_s=args.case_timeout, force=args.force)
+    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=[stack]) as executor:
+        cap = capture(stack, executor, args.out, options)
     cases = cap.results["cases"]
     for w in cap.warnings():
         say(f"warning: {w}")

@@ -7,7 +7,7 @@ import json
 
 from reprokit.commands._common import EXECUTORS, say
 from reprokit.config import load_config
-from reprokit.errors import ReprokitError, UsageError
+from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.executors import make_executor
 
 
@@ -25,19 +25,26 @@ def run(args) -> int:
     stacks = load_config().select_stacks(args.stacks)
     if not stacks:
         raise UsageError("stacks.toml defines no stacks")
-    executor = make_executor(args.executor, with_torch=args.with_torch, say=say, stacks=stacks)
     out, failed = {}, 0
+    with make_executor(args.executor, args.host, with_torch=args.with_torch, report=say, stacks=stacks) as executor:
+        failed = _prepare_all(executor, stacks, out, args.json)
+    if args.json:
+        print(json.dumps({"executor": executor.name, "stacks": out}, indent=1, sort_keys=True))
+    return ExecutorError.exit_code if failed else 0
+
+
+def _prepare_all(executor, stacks, out: dict, quiet: bool) -> int:
+    """Prepare each stack, noting its facts or its error in `out`; the number that failed."""
+    failed = 0
     for stack in stacks:
         try:
             facts = executor.prepare(stack)
             out[stack.name] = {"ok": True, **{k: v for k, v in facts.items() if isinstance(v, (str, bool, int, float))}}
-            if not args.json:
+            if not quiet:
                 say(f"{stack.name}: ready ({facts.get('image') or facts.get('tag') or facts.get('venv')})")
         except ReprokitError as e:
             failed += 1
             out[stack.name] = {"ok": False, "error": str(e)}
-            if not args.json:
+            if not quiet:
                 say(f"{stack.name}: FAILED: {e}")
-    if args.json:
-        print(json.dumps({"executor": executor.name, "stacks": out}, indent=1, sort_keys=True))
-    return 3 if failed else 0
+    return failed

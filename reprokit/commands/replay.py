@@ -8,15 +8,13 @@ import tempfile
 from pathlib import Path
 
 from reprokit.bundle.reader import open_bundle
-from reprokit.commands._common import EXECUTORS, check_workers, say
-from reprokit.commands.run import print_grid
-from reprokit.config import GpuProfile, Stack, load_config
-from reprokit.errors import UsageError
+from reprokit.commands._common import EXECUTORS, print_grid, say
+from reprokit.config import GpuProfile, Stack, load_config, stack_fields
+from reprokit.errors import ExecutorError, UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.gpu import choose_mode
+from reprokit.options import BundleOptions, GpuOptions, RunOptions
 from reprokit.runs import run_stacks
-
-_STACK_FIELDS = ("triton", "torch", "torch_index", "cuda", "python", "base_image", "dockerfile")
 
 
 def add_parser(sub) -> None:
@@ -41,36 +39,37 @@ def _bundle_stack(manifest: dict) -> Stack:
     pins = manifest.get("stack") or {}
     if "name" not in pins or "triton" not in pins:
         raise UsageError("the bundle's manifest names no stack with a triton pin; pass --stacks")
-    return Stack(name=pins["name"], **{k: pins[k] for k in _STACK_FIELDS if k in pins})
+    # Only the pins a stack knows: facts the manifest adds (image_digest) are not pins to rebuild from.
+    return Stack.from_pins({k: v for k, v in pins.items() if k in stack_fields() | {"name"}})
 
 
 def run(args) -> int:
-    workers = check_workers(args.workers)
     bundle = open_bundle(args.bundle, keep=lambda rel: rel.startswith("kernels/"))
     plan = bundle.plan
-    profile = GpuProfile(**{k: plan["profile"][k] for k in ("key", "name", "capability", "sm_count",
-                                                           "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops")})
+    profile = GpuProfile.from_dict(plan["profile"], where="the bundle's plan: GPU profile")
     if args.stacks:
         stacks = load_config().select_stacks(args.stacks)
     elif args.executor == "local":
         stacks = [local_stack()]
     else:
         stacks = [_bundle_stack(bundle.manifest)]
-    mode = choose_mode(profile, "compile-only" if plan.get("mode") == "compile-only" else "auto", say=say)
-    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=stacks)
-    with tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
+    gpu = GpuOptions(profile, choose_mode(profile, "compile-only" if plan.get("mode") == "compile-only" else "auto",
+                                          say=say))
+    mode = gpu.mode
+    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
+            tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
         for rel in bundle.data:
             if rel.startswith("kernels/") and "/" not in rel[len("kernels/"):]:
                 (kernels / rel[len("kernels/"):]).write_bytes(bundle.read(rel))
-        outcomes = run_stacks(stacks, profile, executor, args.out, workers=workers, mode=mode,
-                              share=args.share, parent=bundle.sha256, plan={**plan, "mode": mode},
-                              kernels=kernels)
+        options = RunOptions(gpu, workers=args.workers, plan={**plan, "mode": mode}, kernels=kernels)
+        outcomes = run_stacks(stacks, executor, options,
+                              BundleOptions.from_host(args.host, args.out, share=args.share, parent=bundle.sha256))
     if args.json:
         print(json.dumps({"parent": bundle.sha256, "stacks": [
             {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error} for o in outcomes]},
             indent=1))
     else:
         print_grid(outcomes, f"replay of {bundle.name} on {profile.key}, {mode}, executor {executor.name}")
-    return 0 if all(o.ok for o in outcomes) else 3
+    return 0 if all(o.ok for o in outcomes) else ExecutorError.exit_code

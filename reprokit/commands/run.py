@@ -7,34 +7,14 @@ import json
 from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from reprokit.commands._common import add_run_args, check_workers, console, say
+from reprokit.commands._common import add_run_args, console, print_grid, say
 from reprokit.config import load_config
-from reprokit.errors import UsageError
+from reprokit.errors import ExecutorError, UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.gpu import choose_mode
-from reprokit.runs import grid, run_stacks
-
-_STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red", "error": "red",
-          "timeout": "red", "unsupported": "dim", "inconclusive": "magenta", "failed": "red"}
-
-
-def print_grid(outcomes, title: str) -> None:
-    """The case-by-stack verdict table, then one line per stack: its bundle or why it failed."""
-    names, rows = grid(outcomes)
-    t = Table(title=title)
-    t.add_column("case", no_wrap=True)
-    for n in names:
-        t.add_column(n[len("triton-"):] if n.startswith("triton-") else n, no_wrap=True)
-    for cid, cells in rows:
-        t.add_row(cid, *[f"[{_STYLE.get(c.split()[0], 'white')}]{c}[/]" for c in cells])
-    console().print(t)
-    for o in outcomes:
-        say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
-        for w in o.warnings:
-            say(f"{o.stack}: warning: {w}")
-
+from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.runs import run_stacks
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -61,10 +41,11 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = cfg.select_stacks(args.stacks)
-    workers = check_workers(args.workers)
-    mode = choose_mode(profile, args.mode, say=say)
-    executor = make_executor(args.executor, with_torch=(mode == "gpu"), say=say, stacks=stacks)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
+    gpu = GpuOptions(profile, choose_mode(profile, args.mode, say=say))
+    options = RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout)
+    bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
+    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
+            Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
                   TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
         tasks = {s.name: bar.add_task(s.name, total=2, state="waiting") for s in stacks}
         steps_done = {"capturing": 0, "bundling": 1, "done": 2, "failed": 2}
@@ -72,13 +53,12 @@ def run(args) -> int:
         def progress(name: str, state: str) -> None:
             bar.update(tasks[name], completed=steps_done[state], state=state)
 
-        outcomes = run_stacks(stacks, profile, executor, args.out, workers=workers, mode=mode, only=args.cases,
-                              case_timeout_s=args.case_timeout, share=args.share, progress=progress)
+        outcomes = run_stacks(stacks, executor, options, bundle, progress)
     if args.json:
-        print(json.dumps({"gpu": profile.key, "mode": mode, "executor": executor.name, "stacks": [
+        print(json.dumps({"gpu": profile.key, "mode": gpu.mode, "executor": executor.name, "stacks": [
             {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,
              "warnings": list(o.warnings)} for o in outcomes]},
             indent=1))
     else:
-        print_grid(outcomes, f"TMA verdicts on {profile.key} ({profile.arch}), {mode}, executor {executor.name}")
-    return 0 if all(o.ok for o in outcomes) else 3
+        print_grid(outcomes, f"TMA verdicts on {profile.key} ({profile.arch}), {gpu.mode}, executor {executor.name}")
+    return 0 if all(o.ok for o in outcomes) else ExecutorError.exit_code

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprokit.config import Stack
+from reprokit.options import HostEnv, Report, quiet
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,15 @@ class RunResult:
 
 
 class Executor(ABC):
+    """A place stacks run. A context manager: the verbs close it (engine connections) when done.
+
+    host: the settings read from the environment at the edge (cache, SASS cache, ...);
+    report: where one-line progress goes (image builds, venv builds), never print.
+    """
+
     name: str = ""
+    host: HostEnv = HostEnv()
+    report: Report = staticmethod(quiet)
 
     @abstractmethod
     def prepare(self, stack: Stack) -> dict:
@@ -44,45 +53,38 @@ class Executor(ABC):
                     gpu: bool) -> RunResult:
         """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir."""
 
+    def close(self) -> None:
+        """Give back what the executor holds (nothing, unless it talks to an engine)."""
 
-def cache_root() -> Path:
-    """Where venvs, build logs and the SASS cache live: $REPROKIT_CACHE, else ~/.cache/reprokit."""
-    import os
+    def __enter__(self):
+        return self
 
-    env = os.environ.get("REPROKIT_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprokit"
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def sass_cache() -> Path | None:
-    """The folder the harness keeps disassembled SASS in (keyed by tool and cubin bytes), or None.
-
-    $REPROKIT_SASS_CACHE names it (`off` turns it off); the default is <cache root>/sass. A
-    folder that cannot be made only means every cubin is disassembled again.
-    """
-    import os
-
-    value = os.environ.get("REPROKIT_SASS_CACHE")
-    if value is not None and value.strip().lower() in ("", "0", "off", "no", "false"):
+def sass_cache(host: HostEnv) -> Path | None:
+    """The folder the harness keeps disassembled SASS in (keyed by tool and cubin bytes), or None
+    when it is off; a folder that cannot be made only means every cubin is disassembled again."""
+    if host.sass_cache is None:
         return None
-    path = Path(value).resolve() if value else cache_root() / "sass"
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        host.sass_cache.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    return path
+    return host.sass_cache
 
 
-def harness_env(extra: dict | None = None) -> dict:
+def harness_env(host: HostEnv, extra: dict | None = None) -> dict:
     """The environment a host-side harness run gets: ours, with reprokit importable first and
     the SASS cache named (or unset when it is off)."""
     import os
 
+    # The child inherits this process's environment as the user set it: that is what runs.
     env = dict(os.environ)
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    cache = sass_cache()
+    cache = sass_cache(host)
     if cache is None:
         env.pop("REPROKIT_SASS_CACHE", None)
     else:
@@ -96,44 +98,42 @@ def harness_argv(python: str, plan: str, kernels: str, out: str, workers: int) -
             "--workers", str(workers)]
 
 
-def make_executor(name: str, *, with_torch: bool = False, say=None, stacks: list | None = None) -> Executor:
+def make_executor(name: str, host: HostEnv, *, with_torch: bool = False, report: Report = quiet,
+                  stacks: list | None = None) -> Executor:
     """The executor called `name`. `auto` is docker when a daemon answers and can build every
     stack in `stacks` (its base image is local or its registry answers), else venv; it says which."""
-    import os
-
     from reprokit.errors import UsageError
 
-    # Compile-only runs never import torch, a multi-GB CUDA wheel: stacks get it on a GPU, or
-    # when REPROKIT_WITH_TORCH=1 (make ... WITH_TORCH=1) asks for it.
-    with_torch = with_torch or os.environ.get("REPROKIT_WITH_TORCH") == "1"
+    # Compile-only runs never import torch, a multi-GB CUDA wheel: stacks get it on a GPU, unless
+    # REPROKIT_WITH_TORCH (make ... WITH_TORCH=1|0) says otherwise, for every executor alike.
+    if host.with_torch is not None:
+        with_torch = host.with_torch
     if name == "auto":
         from reprokit.executors.docker import DockerExecutor, docker_available
 
         why = "no Docker daemon answers"
-        if docker_available():
-            docker = DockerExecutor(with_torch=None if with_torch else False)
+        if docker_available(host.docker_host):
+            docker = DockerExecutor(host=host, with_torch=with_torch, report=report)
             problems = [p for p in (docker.base_problem(s) for s in stacks or []) if p]
             if not problems:
-                if say:
-                    say("executor: docker (a Docker daemon answers)")
+                report("executor: docker (a Docker daemon answers)")
                 return docker
             docker.close()
             why = f"a Docker daemon answers, but {problems[0]}"
-        if say:
-            say(f"executor: venv ({why})")
+        report(f"executor: venv ({why})")
         name = "venv"
     if name == "local":
         from reprokit.executors.local import LocalExecutor
 
-        return LocalExecutor()
+        return LocalExecutor(host=host)
     if name == "venv":
         from reprokit.executors.venv import VenvExecutor
 
-        return VenvExecutor(with_torch=with_torch)
+        return VenvExecutor(host=host, with_torch=with_torch, report=report)
     if name == "docker":
         from reprokit.executors.docker import DockerExecutor
 
-        return DockerExecutor(with_torch=None if with_torch else False)
+        return DockerExecutor(host=host, with_torch=with_torch, report=report)
     raise UsageError(f"unknown executor {name!r}")
 
 

@@ -23,13 +23,11 @@ import docker
 import docker.errors
 import requests.exceptions
 from docker.types import DeviceRequest, Mount
-from rich.console import Console
-from rich.errors import LiveError
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from reprokit.config import PACKAGE_DIR, Stack, project_root
 from reprokit.errors import ExecutorError
-from reprokit.executors import Executor, RunResult, cache_root, harness_argv, sass_cache
+from reprokit.executors import Executor, RunResult, harness_argv, sass_cache
+from reprokit.options import HostEnv, Report, quiet
 from reprokit.proc import tail
 
 DEFAULT_DOCKERFILE = "Dockerfiles/stack.Dockerfile"
@@ -41,8 +39,7 @@ KILL_WAIT_S = 30
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
-def _default_socket() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 
 
 def _short(exc: BaseException) -> str:
@@ -72,7 +69,7 @@ def _engine_errors(action: str, socket: str) -> Iterator[None]:
 def docker_available(base_url: str | None = None, timeout_s: float = 3.0) -> bool:
     """Whether a Docker engine answers (for `--executor auto`)."""
     try:
-        client = docker.DockerClient(base_url=base_url or _default_socket(), timeout=timeout_s)
+        client = docker.DockerClient(base_url=base_url or DEFAULT_SOCKET, timeout=timeout_s)
         try:
             return bool(client.ping())
         finally:
@@ -84,26 +81,27 @@ def docker_available(base_url: str | None = None, timeout_s: float = 3.0) -> boo
 class DockerExecutor(Executor):
     """Build (once) and run pinned stack images.
 
-    base_image / with_torch override the stack's pins for offline builds (default from
-    REPROKIT_BASE_IMAGE / REPROKIT_WITH_TORCH, as `make BASE_IMAGE=... WITH_TORCH=0` sets them);
-    user is who the container runs as (default: this process's uid:gid, so the capture folder
-    stays the host user's); mem_limit caps the container's memory (docker syntax, e.g. "8g").
+    host: the environment's settings (cache, SASS cache, DOCKER_HOST, REPROKIT_BASE_IMAGE);
+    base_image overrides the stack's pinned base for offline builds (default host.base_image, as
+    `make BASE_IMAGE=...` sets it); with_torch: install the stack's torch pin; user is who the
+    container runs as (default: this process's uid:gid, so the capture folder stays the host
+    user's); mem_limit caps the container's memory (docker syntax, e.g. "8g"); report: where
+    image-build progress goes, one line per Dockerfile step.
     """
 
     name = "docker"
 
-    def __init__(self, root: Path | None = None, *, base_image: str | None = None,
-                 with_torch: bool | None = None, base_url: str | None = None, user: str | None = None,
-                 mem_limit: str | None = None, console: Console | None = None):
+    def __init__(self, root: Path | None = None, *, host: HostEnv | None = None, base_image: str | None = None,
+                 with_torch: bool = True, base_url: str | None = None, user: str | None = None,
+                 mem_limit: str | None = None, report: Report = quiet):
         self.root = Path(root) if root else project_root()
-        self.base_image = base_image or os.environ.get("REPROKIT_BASE_IMAGE") or None
-        if with_torch is None:
-            with_torch = os.environ.get("REPROKIT_WITH_TORCH", "1") != "0"
+        self.host = host or HostEnv()
+        self.base_image = base_image or self.host.base_image
         self.with_torch = with_torch
         self.base_url = base_url
         self.user = user or f"{os.getuid()}:{os.getgid()}"
         self.mem_limit = mem_limit
-        self.console = console or Console(stderr=True)
+        self.report = report
         self._client: docker.DockerClient | None = None
         self._engine: dict | None = None
         self._prepared: dict[str, dict] = {}
@@ -113,7 +111,7 @@ class DockerExecutor(Executor):
 
     @property
     def socket(self) -> str:
-        return self.base_url or _default_socket()
+        return self.base_url or self.host.docker_host or DEFAULT_SOCKET
 
     @property
     def client(self) -> docker.DockerClient:
@@ -257,7 +255,7 @@ class DockerExecutor(Executor):
                 return None
 
     def build_log_path(self, tag: str) -> Path:
-        return cache_root() / "build-logs" / (tag.replace("/", "_").replace(":", "-") + ".log")
+        return self.host.cache / "build-logs" / (tag.replace("/", "_").replace(":", "-") + ".log")
 
     def _build(self, stack: Stack, tag: str, args: dict[str, str]):
         """Build from a context holding only the Dockerfile (the image installs pins, copies nothing)."""
@@ -270,12 +268,10 @@ class DockerExecutor(Executor):
         context.seek(0)
         log_path = self.build_log_path(tag)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.console.print(f"[bold]building[/] {tag} from {self.dockerfile(stack).name} "
-                           f"(base {args['BASE_IMAGE']}, WITH_TORCH={args['WITH_TORCH']})", highlight=False)
+        self.report(f"building {tag} from {self.dockerfile(stack).name} "
+                    f"(base {args['BASE_IMAGE']}, WITH_TORCH={args['WITH_TORCH']})")
         step, error, image_id = "", None, None
-        with log_path.open("w") as log, self._build_progress() as progress, \
-                _engine_errors(f"build {tag}", self.socket):
-            task = progress.add_task(stack.name, total=None, last="")
+        with log_path.open("w") as log, _engine_errors(f"build {tag}", self.socket):
             stream = self.client.api.build(
                 fileobj=context, custom_context=True, dockerfile="Dockerfile", tag=tag,
                 buildargs=args, network_mode="host", rm=True, forcerm=True, pull=False,
@@ -294,12 +290,7 @@ class DockerExecutor(Executor):
                     m = _STEP.match(line.strip())
                     if m:
                         step = m.group(3)
-                        progress.update(task, total=int(m.group(2)), completed=int(m.group(1)) - 1,
-                                        description=f"{stack.name} step {m.group(1)}/{m.group(2)}")
-                        progress.console.print(f"[dim]{stack.name}[/] " + " ".join(line.split()), markup=True,
-                                               highlight=False, no_wrap=True, overflow="ellipsis")
-                    elif line.strip():
-                        progress.update(task, last=line.strip()[:60])
+                        self.report(f"{stack.name} " + " ".join(line.split()))
         self.builds += 1
         if error:
             where = f" at `{step[:80]}`" if step else ""
@@ -307,23 +298,8 @@ class DockerExecutor(Executor):
             raise ExecutorError(f"{stack.name}: image build failed{where}: {last[:300]} (log: {log_path})")
         with _engine_errors(f"look up built image {tag}", self.socket):
             image = self.client.images.get(image_id or tag)
-        self.console.print(f"[bold green]built[/] {tag} ({image.short_id})", highlight=False)
+        self.report(f"built {tag} ({image.short_id})")
         return image
-
-    @contextmanager
-    def _build_progress(self) -> Iterator[Progress]:
-        """A step bar on a terminal; step lines alone elsewhere, or inside another live display on rich < 14."""
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("[dim]{task.fields[last]}"))
-        progress = Progress(*columns, console=self.console, transient=True, disable=not self.console.is_terminal)
-        try:
-            progress.start()
-        except LiveError:
-            progress = Progress(console=self.console, disable=True)
-        try:
-            yield progress
-        finally:
-            progress.stop()
 
     def remove_image(self, stack: Stack) -> bool:
         """Remove the stack's image (tests and `--rebuild`); False when there was none."""
@@ -351,7 +327,7 @@ class DockerExecutor(Executor):
             except docker.errors.NotFound:
                 pass  # already gone (the engine removed it, or a concurrent cleanup did)
             except (docker.errors.APIError, requests.exceptions.RequestException) as e:
-                self.console.print(f"[yellow]docker: could not remove container {container.short_id}: {_short(e)}")
+                self.report(f"docker: could not remove container {container.short_id}: {_short(e)}")
 
     def _start(self, container, stack: Stack, gpu: bool) -> None:
         try:
@@ -387,7 +363,7 @@ class DockerExecutor(Executor):
             Mount("/out", str(capture_dir), type="bind", read_only=False),
         ]
         env = {}
-        cache = sass_cache()
+        cache = sass_cache(self.host)
         if cache is not None:  # shared with venv runs: keys name the disassembler's own bytes
             mounts.append(Mount(SASS_CACHE_MOUNT, str(cache), type="bind", read_only=False))
             env["REPROKIT_SASS_CACHE"] = SASS_CACHE_MOUNT

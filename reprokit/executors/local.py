@@ -9,31 +9,34 @@ from reprokit import proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
 from reprokit.executors import Executor, RunResult, harness_argv, harness_env
+from reprokit.options import HostEnv
 
 
 class LocalExecutor(Executor):
     name = "local"
 
-    def __init__(self, python: str | None = None):
+    def __init__(self, python: str | None = None, *, host: HostEnv | None = None):
         self.python = python or sys.executable
+        self.host = host or HostEnv()
 
     def prepare(self, stack: Stack) -> dict:
         return {"python": self.python}
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool) -> RunResult:
-        return run_python_harness(self.name, self.python, capture_dir, workers=workers, timeout_s=timeout_s)
+        return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s)
 
 
-def run_python_harness(name: str, python: str, capture_dir: Path, *, workers: int, timeout_s: float) -> RunResult:
+def run_python_harness(executor: Executor, python: str, capture_dir: Path, *, workers: int,
+                       timeout_s: float) -> RunResult:
     """Run the harness as a host subprocess of `python` (shared by the local and venv executors)."""
     capture_dir = Path(capture_dir)
     argv = harness_argv(python, str(capture_dir / "plan.json"), str(capture_dir / "kernels"),
                         str(capture_dir), workers)
     try:
-        r = proc.run(argv, timeout=timeout_s, env=harness_env(), capture_stdout=False,
+        r = proc.run(argv, timeout=timeout_s, env=harness_env(executor.host), capture_stdout=False,
                      log_path=capture_dir / "logs" / "executor.log")
     except OSError as e:
-        raise ExecutorError(f"{name}: cannot start {python}: {e.strerror}") from None
-    return RunResult(executor=name, returncode=r.returncode, timed_out=r.timed_out, log_tail=r.stderr_tail,
+        raise ExecutorError(f"{executor.name}: cannot start {python}: {e.strerror}") from None
+    return RunResult(executor=executor.name, returncode=r.returncode, timed_out=r.timed_out, log_tail=r.stderr_tail,
                      runtime={"python": python})

@@ -1,7 +1,7 @@
 """The `venv` executor: each stack's pins in a cached virtual environment, for hosts without
 Docker (HPC nodes, laptops). Built with uv when it is on PATH, else with venv + pip.
 
-Venvs live under $REPROKIT_CACHE (default ~/.cache/reprokit)/venvs/<stack>-<spec hash>; a
+Venvs live under the cache (HostEnv.cache: $REPROKIT_CACHE, default ~/.cache/reprokit)/venvs/<stack>-<spec hash>; a
 finished venv is never rebuilt, and a half-built one never becomes visible under that name.
 """
 
@@ -17,8 +17,9 @@ from pathlib import Path
 from reprokit import proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
-from reprokit.executors import Executor, RunResult, cache_root
+from reprokit.executors import Executor, RunResult
 from reprokit.executors.local import run_python_harness
+from reprokit.options import HostEnv, Report, quiet
 
 MARKER = "reprokit-venv.json"
 
@@ -26,12 +27,14 @@ MARKER = "reprokit-venv.json"
 class VenvExecutor(Executor):
     name = "venv"
 
-    def __init__(self, with_torch: bool = False, python: str | None = None, log=None):
+    def __init__(self, *, host: HostEnv | None = None, with_torch: bool = False, python: str | None = None,
+                 report: Report = quiet):
+        self.host = host or HostEnv()
         self.with_torch = with_torch
         # The real interpreter, not a venv's link to it: the spec hash (and so the cache) must not
         # depend on which venv or checkout reprokit itself runs from.
         self.python = python or os.path.realpath(sys.executable)
-        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.report = report
 
     def spec(self, stack: Stack) -> dict:
         reqs = [f"triton=={stack.triton}"]
@@ -44,7 +47,7 @@ class VenvExecutor(Executor):
 
     def venv_dir(self, stack: Stack) -> Path:
         spec = self.spec(stack)
-        return cache_root() / "venvs" / f"{stack.name}-{stack.spec_hash(json.dumps(spec, sort_keys=True))}"
+        return self.host.cache / "venvs" / f"{stack.name}-{stack.spec_hash(json.dumps(spec, sort_keys=True))}"
 
     def prepare(self, stack: Stack) -> dict:
         target = self.venv_dir(stack)
@@ -63,7 +66,7 @@ class VenvExecutor(Executor):
         tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         spec = self.spec(stack)
-        self.log(f"venv: building {stack.name} ({', '.join(spec['requirements'])}) in {target}")
+        self.report(f"venv: building {stack.name} ({', '.join(spec['requirements'])}) in {target}")
         uv = shutil.which("uv")
         py = str(tmp / "bin" / "python")
         if uv:
@@ -89,6 +92,6 @@ class VenvExecutor(Executor):
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool) -> RunResult:
         python = str(self.venv_dir(stack) / "bin" / "python")
-        result = run_python_harness(self.name, python, capture_dir, workers=workers, timeout_s=timeout_s)
+        result = run_python_harness(self, python, capture_dir, workers=workers, timeout_s=timeout_s)
         return RunResult(result.executor, result.returncode, result.timed_out, result.log_tail,
                          {**result.runtime, "venv": str(self.venv_dir(stack))})

@@ -10,15 +10,19 @@ import zlib
 from pathlib import Path
 
 from reprokit.bundle.writer import write_bundle
+from reprokit.options import BundleOptions, Origin
 from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_capture
+
+ORIGIN = Origin(stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only")
 
 
 def make_bundle(tmp: Path, *, share: bool = False, parent: str | None = None, source_date_epoch=None,
                 out: Path | None = None, **capture_kwargs) -> Path:
     cap = make_capture(tmp / "capture", **capture_kwargs)
-    return write_bundle(cap, out or tmp / "bundles", stack=STACK, profile=PROFILE_H100, executor=EXECUTOR,
-                        mode=capture_kwargs.get("mode", "compile-only"), share=share, parent=parent,
-                        source_date_epoch=source_date_epoch)
+    origin = Origin(stack=STACK, profile=PROFILE_H100, executor=EXECUTOR,
+                    mode=capture_kwargs.get("mode", "compile-only"))
+    return write_bundle(cap, origin, BundleOptions(out or tmp / "bundles", share=share, parent=parent,
+                                                   source_date_epoch=source_date_epoch))
 
 
 def members(path: Path) -> tuple[str, dict[str, bytes]]:

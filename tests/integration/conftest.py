@@ -12,6 +12,7 @@ import pytest
 
 from reprokit.capture import capture
 from reprokit.config import project_root
+from tests.helpers.runs import host, opts
 
 BASE_IMAGE = os.environ.get("REPROKIT_BASE_IMAGE") or "reprokit-base:bookworm"
 # The stacks the docker tests build: compile-only on the offline base, through the real Dockerfile.
@@ -56,7 +57,7 @@ def base_image() -> str:
     """The offline base image, made with scripts/make-base-image.sh when missing (needs root)."""
     from reprokit.executors.docker import DockerExecutor
 
-    probe = DockerExecutor()
+    probe = DockerExecutor(host=host())
     present = probe.image_id(BASE_IMAGE) is not None
     probe.close()
     if present:
@@ -73,7 +74,7 @@ def docker_executor(base_image):
     """One executor for the session: compile-only stacks on the offline base."""
     from reprokit.executors.docker import DockerExecutor
 
-    ex = DockerExecutor(base_image=base_image, with_torch=False)
+    ex = DockerExecutor(host=host(), base_image=base_image, with_torch=False)
     yield ex
     ex.close()
 
@@ -97,7 +98,7 @@ def docker_captured(tmp_path_factory, stack_images, docker_executor, config):
     def get(name: str):
         if name not in done:
             out = tmp_path_factory.mktemp("docker-cap") / name
-            done[name] = capture(config.stack(name), config.gpu("h100"), out, docker_executor, workers=2)
+            done[name] = capture(config.stack(name), docker_executor, out, opts(config.gpu("h100"), workers=2))
         return done[name]
 
     return get

@@ -14,6 +14,7 @@ from reprokit.executors import RunResult
 from reprokit.executors.local import LocalExecutor
 from reprokit.suite import build_plan
 from tests.conftest import by_id
+from tests.helpers.runs import host, opts
 
 
 def reprokit(*args, cwd):
@@ -53,7 +54,7 @@ def test_local_executor_runs_the_harness_under_the_given_interpreter(tmp_path, c
     stack = stack_ready("triton-3.5-cu130")
     python = venv_executor.prepare(stack)["python"]
     plan = build_plan(config.gpu("h200"), {"name": "local", "triton": "3.5.0"}, only="tensor_descriptor.p*")
-    cap = capture(stack, config.gpu("h200"), tmp_path / "cap", LocalExecutor(python=python), workers=2, plan=plan)
+    cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap", opts(config.gpu("h200"), workers=2, plan=plan))
     cases = by_id(cap)
     assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
     assert cases["tensor_descriptor.p1"]["verdict"] == "rejected"
@@ -75,7 +76,7 @@ def test_a_dead_harness_leaves_a_failed_folder_not_a_capture(tmp_path, config):
 
     out = tmp_path / "cap"
     with pytest.raises(HarnessError, match="harness exited 137 under local: killed") as e:
-        capture(Stack("local", "3.6.0"), config.gpu("h100"), out, _DyingExecutor(), only="block_ptr.p0")
+        capture(Stack("local", "3.6.0"), _DyingExecutor(), out, opts(config.gpu("h100"), only="block_ptr.p0"))
     assert not out.exists()
     failed = tmp_path / "cap.failed"
     assert (failed / "plan.json").is_file() and str(failed) in str(e.value)
@@ -93,8 +94,8 @@ class _WrongTritonExecutor(_DyingExecutor):
 def test_a_stack_that_ran_another_triton_is_refused_not_mislabelled(tmp_path, config):
     out = tmp_path / "cap"
     with pytest.raises(HarnessError, match="pins triton 3.0.0, but the harness under local ran triton 3.6.0"):
-        capture(config.stack("triton-3.0-cu129"), config.gpu("h100"), out, _WrongTritonExecutor(),
-                only="block_ptr.p0")
+        capture(config.stack("triton-3.0-cu129"), _WrongTritonExecutor(), out,
+                opts(config.gpu("h100"), only="block_ptr.p0"))
     assert not out.exists() and (tmp_path / "cap.failed").is_dir()
 
 
@@ -116,8 +117,8 @@ def test_a_stack_that_cannot_be_prepared_leaves_nothing(tmp_path, config):
 
     out = tmp_path / "cap"
     with pytest.raises(ExecutorError, match="step 3/7"):
-        capture(config.stack("triton-3.5-cu130"), config.gpu("h100"), out, _UnpreparableExecutor(),
-                only="block_ptr.p0")
+        capture(config.stack("triton-3.5-cu130"), _UnpreparableExecutor(), out,
+                opts(config.gpu("h100"), only="block_ptr.p0"))
     assert list(tmp_path.iterdir()) == []
 
 

@@ -9,6 +9,7 @@ import pytest
 from reprokit.capture import capture
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
+from tests.helpers.runs import host, opts
 
 BROKEN = """ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
@@ -23,7 +24,7 @@ def test_daemon_down_is_one_clear_error(config, tmp_path):
 
     bogus = f"unix://{tmp_path}/docker.sock"
     assert docker_available(bogus) is False
-    ex = DockerExecutor(base_url=bogus, base_image="reprokit-base:bookworm", with_torch=False)
+    ex = DockerExecutor(host=host(), base_url=bogus, base_image="reprokit-base:bookworm", with_torch=False)
     with pytest.raises(ExecutorError) as err:
         ex.prepare(config.stack("triton-3.5-cu130"))
     msg = str(err.value)
@@ -37,7 +38,7 @@ def test_daemon_down_via_docker_host(config, tmp_path, monkeypatch):
 
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(ExecutorError, match=r"^docker: engine not reachable at tcp://127\.0\.0\.1:9 "):
-        DockerExecutor(base_image="reprokit-base:bookworm").prepare(config.stack("triton-3.5-cu130"))
+        DockerExecutor(host=host(), base_image="reprokit-base:bookworm").prepare(config.stack("triton-3.5-cu130"))
 
 
 @pytest.mark.docker
@@ -51,12 +52,13 @@ def test_broken_dockerfile_fails_that_stack_only(stack_images, base_image, confi
     broken = Stack(name="triton-broken", triton="3.5.0", base_image="nvidia/cuda:13.0.1-devel-ubuntu24.04",
                    dockerfile="Dockerfiles/broken.Dockerfile")
     good = config.stack("triton-3.5-cu130")
-    ex = DockerExecutor(root, base_image=base_image, with_torch=False)
+    ex = DockerExecutor(root, host=host(), base_image=base_image, with_torch=False)
     outcomes = {}
     for stack in (broken, good):  # what a multi-stack run does: record the failure, go on
         try:
-            outcomes[stack.name] = capture(stack, config.gpu("h100"), tmp_path / stack.name, ex,
-                                           only="block_ptr.*", kernels=config.path.parent / "kernels")
+            outcomes[stack.name] = capture(stack, ex, tmp_path / stack.name,
+                                           opts(config.gpu("h100"), only="block_ptr.*",
+                                                kernels=config.path.parent / "kernels"))
         except ExecutorError as e:
             outcomes[stack.name] = e
     err = outcomes["triton-broken"]

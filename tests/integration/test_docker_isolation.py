@@ -13,6 +13,7 @@ from docker.types import Mount
 from reprokit.capture import capture
 from reprokit.errors import ExecutorError, HarnessError
 from reprokit.suite import build_plan, kernels_dir
+from tests.helpers.runs import host, opts
 
 pytestmark = pytest.mark.docker
 
@@ -45,8 +46,8 @@ def test_case_that_connects_out_fails(stack_images, docker_executor, config, tmp
     src = kernels / case["kernel"]["file"]
     src.write_text("import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=5).close()\n"
                    + src.read_text())
-    cap = capture(config.stack(STACK), config.gpu("h100"), tmp_path / "out", docker_executor,
-                  plan=plan, kernels=kernels)
+    cap = capture(config.stack(STACK), docker_executor, tmp_path / "out",
+                  opts(config.gpu("h100"), plan=plan, kernels=kernels))
     (result,) = cap.results["cases"]
     assert result["status"] != "ok"
     assert "unreachable" in json.dumps(result).lower()
@@ -63,7 +64,7 @@ def test_container_past_its_timeout_is_killed(stack_images, docker_executor, con
 
 def test_harness_timeout_is_recorded(stack_images, docker_executor, config, tmp_path):
     with pytest.raises(HarnessError, match="timed out under docker"):
-        capture(config.stack(STACK), config.gpu("h100"), tmp_path / "out", docker_executor, run_timeout_s=1)
+        capture(config.stack(STACK), docker_executor, tmp_path / "out", opts(config.gpu("h100"), run_timeout_s=1))
     assert (tmp_path / "out.failed" / "plan.json").is_file()
     assert not (tmp_path / "out").exists()
     assert docker_executor.containers() == []
@@ -72,7 +73,7 @@ def test_harness_timeout_is_recorded(stack_images, docker_executor, config, tmp_
 def test_out_of_memory_kill_is_one_clear_error(stack_images, base_image, config):
     from reprokit.executors.docker import DockerExecutor
 
-    ex = DockerExecutor(base_image=base_image, with_torch=False, mem_limit="64m")
+    ex = DockerExecutor(host=host(), base_image=base_image, with_torch=False, mem_limit="64m")
     with pytest.raises(ExecutorError) as err:
         ex.run_command(config.stack(STACK), ["python", "-c", "b = bytearray(1 << 30)"], timeout_s=60)
     assert "killed for memory (limit 64m)" in str(err.value)
@@ -88,7 +89,7 @@ def test_files_belong_to_the_run_user(stack_images, base_image, config, tmp_path
     out = tmp_path / "o"
     out.mkdir()
     os.chmod(out, 0o777)
-    ex = DockerExecutor(base_image=base_image, with_torch=False, user="4321:4321")
+    ex = DockerExecutor(host=host(), base_image=base_image, with_torch=False, user="4321:4321")
     r = ex.run_command(config.stack(STACK),
                        ["python", "-c", "import getpass, pathlib; pathlib.Path('/out/f').write_text(getpass.getuser())"],
                        timeout_s=60, mounts=[Mount("/out", str(out), type="bind")])

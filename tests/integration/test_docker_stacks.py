@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.config import PACKAGE_DIR, project_root
+from tests.helpers.runs import host
 
 pytestmark = pytest.mark.docker
 
@@ -45,14 +46,14 @@ def test_tag_changes_with_dockerfile_and_build_args(docker_executor, config, tmp
 
     stack = config.stack("triton-3.5-cu130")
     tag = docker_executor.image_tag(stack)
-    assert DockerExecutor(base_image=base_image, with_torch=False).image_tag(stack) == tag
-    assert DockerExecutor(base_image=base_image, with_torch=True).image_tag(stack) != tag
-    assert DockerExecutor(base_image="other:base", with_torch=False).image_tag(stack) != tag
+    assert DockerExecutor(host=host(), base_image=base_image, with_torch=False).image_tag(stack) == tag
+    assert DockerExecutor(host=host(), base_image=base_image, with_torch=True).image_tag(stack) != tag
+    assert DockerExecutor(host=host(), base_image="other:base", with_torch=False).image_tag(stack) != tag
     root = tmp_path / "root"
     (root / "Dockerfiles").mkdir(parents=True)
     text = (project_root() / "Dockerfiles" / "stack.Dockerfile").read_text()
     (root / "Dockerfiles" / "stack.Dockerfile").write_text(text + "\n# edited\n")
-    assert DockerExecutor(root, base_image=base_image, with_torch=False).image_tag(stack) != tag
+    assert DockerExecutor(root, host=host(), base_image=base_image, with_torch=False).image_tag(stack) != tag
 
 
 def test_capture_in_stack_image(docker_stack, docker_captured, stack_images, docker_executor, config):
@@ -102,7 +103,7 @@ def test_tag_follows_a_rebuilt_base(docker_executor, stack_images, base_image, c
 
     alias = "reprokit-test-base:retag"
     stack = config.stack("triton-3.5-cu130")
-    ex = DockerExecutor(base_image=alias, with_torch=False)
+    ex = DockerExecutor(host=host(), base_image=alias, with_torch=False)
     try:
         subprocess.run(["docker", "tag", base_image, alias], check=True)
         before = ex.image_tag(stack)
@@ -116,7 +117,7 @@ def test_tag_follows_a_rebuilt_base(docker_executor, stack_images, base_image, c
 def test_second_prepare_reuses_image(stack_images, base_image, config, monkeypatch):
     from reprokit.executors.docker import DockerExecutor
 
-    fresh = DockerExecutor(base_image=base_image, with_torch=False)
+    fresh = DockerExecutor(host=host(), base_image=base_image, with_torch=False)
 
     def no_build(*a, **k):
         raise AssertionError("an image with the stack's tag exists; it must not be rebuilt")

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from reprokit.executors import harness_env
+from tests.helpers.runs import host
 
 pytestmark = pytest.mark.triton
 
@@ -29,7 +30,7 @@ print(json.dumps({"rodata": sorted(envsnap._read_by_library(names)), "whole": wh
 @pytest.mark.parametrize("name", ["triton-3.0-cu129", "triton-3.6-cu130"])
 def test_rodata_search_equals_whole_file_search(name, stack_ready, venv_executor):
     python = venv_executor.prepare(stack_ready(name))["python"]
-    p = subprocess.run([python, "-c", SCRIPT], capture_output=True, text=True, env=harness_env())
+    p = subprocess.run([python, "-c", SCRIPT], capture_output=True, text=True, env=harness_env(host()))
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["rodata"] == r["whole"]

@@ -10,6 +10,7 @@ from reprokit.capture import capture
 from reprokit.executors.local import LocalExecutor
 from reprokit.suite import build_plan, kernels_dir
 from tests.conftest import by_id
+from tests.helpers.runs import host, opts
 
 pytestmark = pytest.mark.triton
 
@@ -32,8 +33,8 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
         real,
     ]
     python = venv_executor.prepare(stack)["python"]
-    cap = capture(stack, config.gpu("h100"), tmp_path / "cap", LocalExecutor(python=python), workers=2,
-                  plan=plan, kernels=kernels)
+    cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap",
+                  opts(config.gpu("h100"), workers=2, plan=plan, kernels=kernels))
     cases = by_id(cap)
     segv, hang = cases["fault.segv"], cases["fault.hang"]
     assert segv["status"] == "crash" and segv["signal"] == "SIGSEGV" and segv["verdict"] == "crashed"
@@ -65,8 +66,8 @@ def test_faults_while_waiting_for_a_worker(tmp_path, config, venv_executor, stac
         block,
     ]
     python = venv_executor.prepare(stack)["python"]
-    cap = capture(stack, config.gpu("h100"), tmp_path / "cap", LocalExecutor(python=python), workers=1,
-                  plan=plan, kernels=kernels)
+    cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap",
+                  opts(config.gpu("h100"), workers=1, plan=plan, kernels=kernels))
     cases = by_id(cap)
     assert cases["fault.segv"]["status"] == "crash" and cases["fault.segv"]["signal"] == "SIGSEGV"
     hang = cases["fault.hang"]

@@ -11,6 +11,7 @@ from reprokit.capture import capture
 from reprokit.errors import ExecutorError
 from reprokit.executors.venv import VenvExecutor
 from tests.conftest import by_id
+from tests.helpers.runs import host, opts
 
 pytestmark = pytest.mark.triton
 
@@ -32,13 +33,13 @@ def _python39() -> str:
 
 def test_harness_on_python_3_9_with_triton_3_0(tmp_path, config):
     stack = config.stack("triton-3.0-cu129")
-    ex = VenvExecutor(python=_python39(), log=lambda m: None)
+    ex = VenvExecutor(python=_python39(), host=host())
     try:
         ex.prepare(stack)
     except ExecutorError as e:
         pytest.skip(str(e))
-    cap = capture(stack, config.gpu("h100"), tmp_path / "cap", ex, workers=2,
-                  only="block_ptr.p0,experimental_descriptor.p*")
+    cap = capture(stack, ex, tmp_path / "cap", opts(config.gpu("h100"), workers=2,
+                                                    only="block_ptr.p0,experimental_descriptor.p*"))
     cases = by_id(cap)
     assert cases["block_ptr.p0"]["verdict"] == "no-tma"
     assert cases["experimental_descriptor.p0"]["verdict"] == "tma"

@@ -5,21 +5,28 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 
 import pytest
 
 from reprokit.capture import capture
+from reprokit.executors.local import LocalExecutor
+from reprokit.options import HostEnv
 from reprokit.suite import build_plan
 from tests.conftest import by_id
+from tests.helpers.runs import host, opts
 
 pytestmark = pytest.mark.triton
 
 CASES = "tensor_descriptor.p0,block_ptr.p*"
 
 
-def _capture(tmp_path, name, config, venv_executor, stack):
+def _capture(tmp_path, name, config, venv_executor, stack, sass_cache):
+    """A capture in the stack's venv, with the SASS cache at `sass_cache` (None: off)."""
     plan = build_plan(config.gpu("h100"), stack.pins(), only=CASES)
-    return capture(stack, config.gpu("h100"), tmp_path / name, venv_executor, workers=2, plan=plan)
+    executor = LocalExecutor(python=venv_executor.prepare(stack)["python"],
+                             host=replace(venv_executor.host, sass_cache=sass_cache))
+    return capture(stack, executor, tmp_path / name, opts(config.gpu("h100"), workers=2, plan=plan))
 
 
 def _sass(cap) -> dict:
@@ -30,16 +37,15 @@ def _entries(cache):
     return sorted(p for p in cache.rglob("*.sass"))
 
 
-def test_a_repeated_capture_reads_the_cache(tmp_path, monkeypatch, config, venv_executor, stack_ready):
+def test_a_repeated_capture_reads_the_cache(tmp_path, config, venv_executor, stack_ready):
     stack = stack_ready("triton-3.6-cu130")
     cache = tmp_path / "sass-cache"
-    monkeypatch.setenv("REPROKIT_SASS_CACHE", str(cache))
-    first = _capture(tmp_path, "first", config, venv_executor, stack)
+    first = _capture(tmp_path, "first", config, venv_executor, stack, cache)
     assert all("cache" not in c["sass_tool"] for c in first.results["cases"])
     assert len(_entries(cache)) == len(first.results["cases"]) == 4
     assert not list(cache.rglob("*.tmp"))
 
-    second = _capture(tmp_path, "second", config, venv_executor, stack)
+    second = _capture(tmp_path, "second", config, venv_executor, stack, cache)
     for c in second.results["cases"]:
         assert c["sass_tool"]["name"] == "cuobjdump" and len(c["sass_tool"]["cache"]) == 64, c["id"]
         assert c["sass_s"] < 0.2  # a read, not a 0.45 s disassembler start
@@ -55,7 +61,7 @@ def test_a_repeated_capture_reads_the_cache(tmp_path, monkeypatch, config, venv_
     key = by_id(second)["tensor_descriptor.p0"]["sass_tool"]["cache"]
     entry = cache / key[:2] / f"{key}.sass"
     entry.write_text("")
-    third = _capture(tmp_path, "third", config, venv_executor, stack)
+    third = _capture(tmp_path, "third", config, venv_executor, stack, cache)
     assert "cache" not in by_id(third)["tensor_descriptor.p0"]["sass_tool"]
     assert all("cache" in c["sass_tool"] for c in third.results["cases"] if c["id"] != "tensor_descriptor.p0")
     assert entry.read_text() == _sass(first)["tensor_descriptor.p0"]
@@ -64,9 +70,11 @@ def test_a_repeated_capture_reads_the_cache(tmp_path, monkeypatch, config, venv_
 def test_off_disassembles_every_cubin_and_writes_nothing(tmp_path, monkeypatch, config, venv_executor, stack_ready):
     stack = stack_ready("triton-3.6-cu130")
     cache = tmp_path / "cache-root"
-    monkeypatch.setenv("REPROKIT_CACHE", str(cache))  # where the default cache would be
-    monkeypatch.setenv("REPROKIT_SASS_CACHE", "off")
-    cap = _capture(tmp_path, "off", config, venv_executor, stack)
+    off = HostEnv.from_environ({"REPROKIT_CACHE": str(cache), "REPROKIT_SASS_CACHE": "off"})
+    assert off.sass_cache is None
+    # Set in this process too: the harness must not take it from the environment it inherits.
+    monkeypatch.setenv("REPROKIT_SASS_CACHE", str(cache / "sass"))
+    cap = _capture(tmp_path, "off", config, venv_executor, stack, off.sass_cache)
     assert all(c["sass_tool"] and "cache" not in c["sass_tool"] and c["sass_s"] > 0 for c in cap.results["cases"])
     assert not (cache / "sass").exists()
     env = json.loads((cap.out_dir / "env.json").read_text())
@@ -78,7 +86,7 @@ def test_the_key_names_the_disassembler_bytes(stack_ready, tmp_path):
     stack = stack_ready("triton-3.6-cu130")
     from reprokit.executors.venv import VenvExecutor
 
-    python = VenvExecutor(log=lambda m: None).prepare(stack)["python"]
+    python = VenvExecutor(host=host()).prepare(stack)["python"]
     script = (
         "import shutil, sys\n"
         "from reprokit.harness import case, compat\n"
@@ -98,6 +106,6 @@ def test_the_key_names_the_disassembler_bytes(stack_ready, tmp_path):
 
     cubin = Path(__file__).parents[1] / "unit" / "data" / "block_ptr_p0-3.6-run1.cubin"
     p = subprocess.run([python, "-c", script, str(tmp_path / "cuobjdump"), str(cubin)], capture_output=True,
-                       text=True, env=harness_env())
+                       text=True, env=harness_env(host()))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "3"

@@ -12,8 +12,9 @@ import pytest
 from reprokit.bundle.reader import verify
 from reprokit.bundle.writer import write_bundle
 from reprokit.errors import CaptureInvalid, OutputExists
-from tests.helpers.bundle_tools import edit_json, make_bundle, reseal
-from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_capture
+from reprokit.options import BundleOptions
+from tests.helpers.bundle_tools import ORIGIN, edit_json, make_bundle, reseal
+from tests.helpers.fake_capture import make_capture
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +98,7 @@ def test_the_writer_refuses_a_capture_that_contradicts_itself(tmp_path):
     _case(results, "block_ptr.p0").update(verdict="tma", met=True)
     (cap / "results.json").write_text(json.dumps(results))
     with pytest.raises(CaptureInvalid, match="verdict is 'tma', but the oracle gives 'no-tma'"):
-        write_bundle(cap, tmp_path / "out", stack=STACK, profile=PROFILE_H100, executor=EXECUTOR,
-                     mode="compile-only")
+        write_bundle(cap, ORIGIN, BundleOptions(tmp_path / "out"))
     assert list((tmp_path / "out").iterdir()) == []
 
 
@@ -108,7 +108,7 @@ def test_the_name_covers_every_file_and_a_different_bundle_is_never_replaced(tmp
     (b / "logs" / "harness.log").write_text("only a log differs\n")
 
     def pack(cap, out):
-        return write_bundle(cap, out, stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only")
+        return write_bundle(cap, ORIGIN, BundleOptions(out))
 
     pa, pb = pack(a, tmp_path / "o1"), pack(b, tmp_path / "o2")
     assert pa.name != pb.name

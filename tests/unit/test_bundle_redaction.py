@@ -86,9 +86,9 @@ def test_binary_files_keep_their_length(tmp_path, monkeypatch):
     # Planting the secret inside a cubin: it is overwritten in place, same length.
     cubin.write_bytes(data[:100] + b"Zq8Pw3Lm5Nx7Rv2Ts4" + data[118:])
     from reprokit.bundle.writer import write_bundle
-    from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK
-    again = write_bundle(tmp_path / "capture", tmp_path / "again", stack=STACK, profile=PROFILE_H100,
-                         executor=EXECUTOR, mode="compile-only")
+    from reprokit.options import BundleOptions
+    from tests.helpers.bundle_tools import ORIGIN
+    again = write_bundle(tmp_path / "capture", ORIGIN, BundleOptions(tmp_path / "again"))
     _, files = members(again)
     out = files["cases/tensor_descriptor.p0/kernel.cubin"]
     assert len(out) == len(data) and b"Zq8Pw3Lm5Nx7Rv2Ts4" not in out

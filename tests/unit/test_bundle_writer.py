@@ -16,15 +16,16 @@ from reprokit.bundle import writer
 from reprokit.bundle.reader import open_bundle, verify
 from reprokit.bundle.writer import write_bundle
 from reprokit.cli import main
-from reprokit.errors import CaptureInvalid, UsageError, FileSystemError
-from tests.helpers.bundle_tools import make_bundle, members
+from reprokit.errors import CaptureInvalid, FileSystemError, UsageError
+from reprokit.options import BundleOptions, HostEnv, Origin
+from tests.helpers.bundle_tools import ORIGIN, make_bundle, members
 from tests.helpers.fake_capture import EXECUTOR, FINISHED, PROFILE_H100, STACK, make_capture
 
 EPOCH_FINISHED = 1795327212  # 2026-11-22T06:00:12Z
 
 
 def _pack(cap: Path, out: Path, **kw) -> Path:
-    return write_bundle(cap, out, stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only", **kw)
+    return write_bundle(cap, ORIGIN, BundleOptions(out, **kw))
 
 
 @pytest.fixture
@@ -80,18 +81,20 @@ def test_same_capture_twice_gives_identical_bytes(capture, tmp_path, monkeypatch
     assert a.read_bytes() == b.read_bytes()
 
 
-def test_source_date_epoch_changes_time_name_and_bytes(capture, tmp_path, monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
-    a = _pack(capture, tmp_path / "a")
+def test_source_date_epoch_changes_time_name_and_bytes(capture, tmp_path):
+    def pack(out, environ):
+        return write_bundle(capture, ORIGIN, BundleOptions.from_host(HostEnv.from_environ(environ), out))
+
+    a = pack(tmp_path / "a", {"SOURCE_DATE_EPOCH": "1800000000"})
     assert "-20270115T080000Z-" in a.name
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000001")
-    b = _pack(capture, tmp_path / "b")
+    b = pack(tmp_path / "b", {"SOURCE_DATE_EPOCH": "1800000001"})
     assert "-20270115T080001Z-" in b.name and a.read_bytes() != b.read_bytes()
-    c = _pack(capture, tmp_path / "c", source_date_epoch=1800000000)   # the argument wins
+    c = _pack(capture, tmp_path / "c", source_date_epoch=1800000000)
     assert c.name == a.name and c.read_bytes() == a.read_bytes()
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH"):
-        _pack(capture, tmp_path / "d")
+        pack(tmp_path / "d", {"SOURCE_DATE_EPOCH": "yesterday"})
+    # The bundle verb reads it at the edge.
+    assert main(["bundle", str(capture), "--out", str(tmp_path / "e")]) == 0
 
 
 def test_headers_are_normalised(capture, tmp_path):
@@ -214,11 +217,10 @@ def test_gpu_mode_capture_bundles(tmp_path):
 def test_image_digest_from_docker_facts(capture, tmp_path):
     facts = {"name": "docker", "image": "reprokit/triton-3.5-cu130:abc", "image_id": "sha256:" + "1f" * 32,
              "image_repo_digests": []}
-    path = write_bundle(capture, tmp_path / "a", stack=STACK, profile=PROFILE_H100, executor=facts,
-                        mode="compile-only")
+    path = write_bundle(capture, Origin(STACK, PROFILE_H100, facts, "compile-only"), BundleOptions(tmp_path / "a"))
     assert open_bundle(path).manifest["stack"]["image_digest"] == "sha256:" + "1f" * 32
-    venv = write_bundle(capture, tmp_path / "b", stack={"name": "local"}, profile=PROFILE_H100,
-                        executor={"name": "local"}, mode="compile-only")
+    venv = write_bundle(capture, Origin({"name": "local"}, PROFILE_H100, {"name": "local"}, "compile-only"),
+                        BundleOptions(tmp_path / "b"))
     assert "image_digest" not in open_bundle(venv).manifest["stack"]
 
 
@@ -233,8 +235,9 @@ def test_readme_and_show_say_what_ran_apart_from_the_pins(capture, tmp_path, cap
             f"`reprokit/triton-3.5-cu130:0123456789ab` (`{EXECUTOR['image_digest']}`)") in readme
     assert f"Pinned base image: `{STACK['base_image']}`." in readme
 
-    venv = write_bundle(capture, tmp_path / "venv", stack=STACK, profile=PROFILE_H100, mode="compile-only",
-                        executor={"name": "venv", "python": "/home/u/.cache/reprokit/venvs/x/bin/python"})
+    venv = write_bundle(capture, Origin(STACK, PROFILE_H100, {"name": "venv",
+                                                              "python": "/home/u/.cache/reprokit/venvs/x/bin/python"},
+                                        "compile-only"), BundleOptions(tmp_path / "venv"))
     readme = open_bundle(venv).read_text("README.md")
     assert ("Ran under the `venv` executor: Python 3.12.3, triton 3.5.0, torch not installed, on the host, "
             "in no image") in readme

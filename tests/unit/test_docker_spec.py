@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from reprokit.config import Stack, load_config
-from reprokit.errors import ExecutorError
+from reprokit.errors import ExecutorError, UsageError
+from reprokit.executors import make_executor
 from reprokit.executors.docker import DockerExecutor, _short
+from reprokit.options import HostEnv
 
 NO_ENGINE = "unix:///nonexistent/docker.sock"  # tags of digest-pinned bases need no engine
 
@@ -23,13 +25,24 @@ def test_build_args_follow_the_pins(stack):
     assert "@sha256:" in args["BASE_IMAGE"]
 
 
-def test_overrides_and_env(stack, monkeypatch):
-    monkeypatch.setenv("REPROKIT_BASE_IMAGE", "reprokit-base:bookworm")
-    monkeypatch.setenv("REPROKIT_WITH_TORCH", "0")
-    args = DockerExecutor(base_url=NO_ENGINE).build_args(stack)
-    assert args["BASE_IMAGE"] == "reprokit-base:bookworm" and args["WITH_TORCH"] == "0"
-    monkeypatch.setenv("REPROKIT_WITH_TORCH", "")  # make's empty default: torch as pinned
-    assert DockerExecutor(base_url=NO_ENGINE).build_args(stack)["WITH_TORCH"] == "1"
+@pytest.mark.parametrize("name", ["docker", "venv"])
+def test_overrides_and_env_mean_the_same_to_every_executor(stack, name):
+    """REPROKIT_WITH_TORCH is read once, one way: 1 and 0 win, empty (make's default) or unset
+    leave torch to the mode (in GPU stacks only)."""
+    def torch(raw, gpu):
+        environ = {"REPROKIT_BASE_IMAGE": "reprokit-base:bookworm", "DOCKER_HOST": NO_ENGINE}
+        if raw is not None:
+            environ["REPROKIT_WITH_TORCH"] = raw
+        with make_executor(name, HostEnv.from_environ(environ), with_torch=gpu) as ex:
+            if name == "docker":
+                assert ex.build_args(stack)["BASE_IMAGE"] == "reprokit-base:bookworm"
+                assert ex.socket == NO_ENGINE
+            return ex.with_torch
+
+    assert [torch(raw, False) for raw in (None, "", "0", "1")] == [False, False, False, True]
+    assert [torch(raw, True) for raw in (None, "", "0", "1")] == [True, True, False, True]
+    with pytest.raises(UsageError, match="REPROKIT_WITH_TORCH='maybe'"):
+        HostEnv.from_environ({"REPROKIT_WITH_TORCH": "maybe"})
 
 
 def test_stack_without_torch_or_base(stack):

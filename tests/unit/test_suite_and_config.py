@@ -99,3 +99,21 @@ def test_mode_on_matching_and_other_gpus(cfg):
     with pytest.raises(GpuMismatchError, match="no GPU"):
         choose_mode(cfg.gpu("h100"), "gpu", gpus=[], why_none="x")
     assert choose_mode(cfg.gpu("b200"), "compile-only", gpus=h100) == "compile-only"
+
+
+def test_stack_and_profile_round_trip_through_their_json_forms():
+    """One home for a stack's fields and a profile's keys: what a plan or manifest records is read
+    back by the same classes that wrote it."""
+    from reprokit.config import GpuProfile, Stack, gpu_keys, stack_fields
+
+    cfg = load_config()
+    for stack in cfg.stacks.values():
+        assert Stack.from_pins(stack.pins()) == stack
+    odd = Stack.from_pins({"name": "x", "triton": "3.6.0", "image_digest": "sha256:" + "0" * 64})
+    assert odd.extra == {"image_digest": "sha256:" + "0" * 64} and odd.pins()["image_digest"]
+    for profile in cfg.gpus.values():
+        assert GpuProfile.from_dict(profile.to_dict()) == profile
+    assert "triton" in stack_fields() and "extra" not in stack_fields() and "name" not in stack_fields()
+    assert gpu_keys() == {"name", "capability", "sm_count", "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops"}
+    with pytest.raises(ConfigError, match="lacks fp16_tflops"):
+        GpuProfile.from_dict({k: v for k, v in cfg.gpu("h100").to_dict().items() if k != "fp16_tflops"})

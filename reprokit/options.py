@@ -1,0 +1,173 @@
+"""What a run travels with: one frozen options object per concern, and the host environment.
+
+The environment is read once, at the edge (`cli.main`, a test, a benchmark), into a HostEnv;
+library code takes what it needs from the options it is handed and never reads `os.environ`
+for a setting. Each concern has its own object, so a new knob (a GPU benchmark setting, a
+sweep's grid) is one field here, not a keyword threaded through three layers:
+
+    GpuOptions     which GPU profile, and whether cases compile ahead of time or run on it
+    RunOptions     what a capture runs (workers, cases, timeouts, a replayed plan and kernels)
+    BundleOptions  where and how a capture is packed (out folder, share, parent, bundle time)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+from reprokit.config import GpuProfile
+from reprokit.errors import UsageError
+
+# How library code reports: one line of progress or warning, for the verb to show or drop.
+Report = Callable[[str], None]
+MODES = ("compile-only", "gpu")
+# Bundles are compressed at gzip's own default, so they are as small as `tar czf` makes them.
+COMPRESS_LEVEL = 6
+_OFF = ("", "0", "off", "no", "false")
+
+
+def quiet(msg: str) -> None:
+    """A Report that drops everything (the default where no one listens)."""
+
+
+def with_torch_value(raw: str | None) -> bool | None:
+    """REPROKIT_WITH_TORCH (make's WITH_TORCH): 1 asks for torch, 0 refuses it, unset or empty
+    leaves it to the mode (torch in GPU stacks only)."""
+    if raw is None or not raw.strip():
+        return None
+    value = raw.strip().lower()
+    if value in ("1", "yes", "true", "on"):
+        return True
+    if value in ("0", "no", "false", "off"):
+        return False
+    raise UsageError(f"REPROKIT_WITH_TORCH={raw!r} is not 1 or 0")
+
+
+def _epoch_value(raw: str | None) -> int | None:
+    if raw is None or not raw.strip():
+        return None
+    if not raw.strip().isdigit():
+        raise UsageError(f"SOURCE_DATE_EPOCH={raw.strip()!r} is not a whole number of seconds")
+    return int(raw.strip())
+
+
+@dataclass(frozen=True)
+class HostEnv:
+    """The settings this host's environment gives reprokit, read once by `from_environ`.
+
+    cache: venvs, build logs, the SASS cache ($REPROKIT_CACHE, else $XDG_CACHE_HOME/reprokit,
+    else ~/.cache/reprokit); sass_cache: the disassembly cache ($REPROKIT_SASS_CACHE; None when
+    it is off); with_torch: REPROKIT_WITH_TORCH as True/False/None; base_image:
+    REPROKIT_BASE_IMAGE; docker_host: DOCKER_HOST; source_date_epoch: SOURCE_DATE_EPOCH;
+    environ: the whole environment, for the redaction of secret values that the host holds.
+    A HostEnv made by hand has no SASS cache unless it names one.
+    """
+
+    cache: Path = field(default_factory=lambda: Path.home() / ".cache" / "reprokit")
+    sass_cache: Path | None = None
+    with_torch: bool | None = None
+    base_image: str | None = None
+    docker_host: str | None = None
+    source_date_epoch: int | None = None
+    environ: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> HostEnv:
+        env = dict(environ)
+        if env.get("REPROKIT_CACHE"):
+            cache = Path(env["REPROKIT_CACHE"])
+        else:
+            cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reprokit"
+        raw_sass = env.get("REPROKIT_SASS_CACHE")
+        if raw_sass is None:
+            sass = cache / "sass"
+        elif raw_sass.strip().lower() in _OFF:
+            sass = None
+        else:
+            sass = Path(raw_sass).resolve()
+        return cls(cache=cache, sass_cache=sass, with_torch=with_torch_value(env.get("REPROKIT_WITH_TORCH")),
+                   base_image=env.get("REPROKIT_BASE_IMAGE") or None, docker_host=env.get("DOCKER_HOST") or None,
+                   source_date_epoch=_epoch_value(env.get("SOURCE_DATE_EPOCH")),
+                   environ=MappingProxyType(env))
+
+
+@dataclass(frozen=True)
+class GpuOptions:
+    """The GPU profile a run targets, and its mode: `compile-only` (ahead of time, no GPU
+    needed) or `gpu` (on a GPU of the profile's capability)."""
+
+    profile: GpuProfile
+    mode: str = "compile-only"
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise UsageError(f"mode {self.mode!r} is not {' or '.join(MODES)}")
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.mode == "gpu"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What one capture runs: the suite (or a replayed `plan` with its own `kernels`) for `gpu`.
+
+    only: case-id globs; case_timeout_s: seconds per case (default from the suite);
+    run_timeout_s: the whole harness run; force: replace a non-empty capture folder.
+    """
+
+    gpu: GpuOptions
+    workers: int = 1
+    only: str | None = None
+    case_timeout_s: float | None = None
+    run_timeout_s: float = 3600
+    force: bool = False
+    plan: Mapping | None = None
+    kernels: Path | None = None
+
+    def __post_init__(self):
+        if self.workers < 1:
+            raise UsageError(f"--workers must be at least 1, got {self.workers}")
+
+    @property
+    def profile(self) -> GpuProfile:
+        return self.gpu.profile
+
+    @property
+    def mode(self) -> str:
+        return self.gpu.mode
+
+
+@dataclass(frozen=True)
+class BundleOptions:
+    """Where and how a capture is packed.
+
+    share: also replace host identity; parent: the sha256 of the bundle this one replays;
+    source_date_epoch: the bundle's one time (default: when the capture finished);
+    environ: the host environment whose secret values are cut from every file (None: this
+    process's own, so that a caller who forgets it never lets a host secret through).
+    """
+
+    out_dir: Path = Path("bundles")
+    share: bool = False
+    parent: str | None = None
+    source_date_epoch: int | None = None
+    compresslevel: int = COMPRESS_LEVEL
+    environ: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_host(cls, host: HostEnv, out_dir: Path, **kw) -> BundleOptions:
+        return cls(out_dir=Path(out_dir), source_date_epoch=host.source_date_epoch, environ=host.environ, **kw)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What a bundle records about where its capture came from (JSON-ready mappings, as the
+    manifest holds them): the stack's name and pins, the GPU profile, the executor's facts."""
+
+    stack: Mapping
+    profile: Mapping
+    executor: Mapping
+    mode: str
