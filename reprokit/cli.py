@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
+import signal
 import sys
 
 from reprokit import __version__
-from reprokit.errors import BundleInvalid, ReprokitError
+from reprokit.errors import Interrupted, ReprokitError, UsageError
 from reprokit.options import HostEnv
 
-VERBS = ("capture", "run", "replay", "bundle", "verify", "show", "prepare", "stacks")
+VERBS = ("capture", "run", "replay", "bundle", "verify", "sign", "show", "prepare", "stacks")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is a UsageError like any other: one line, or JSON under --json."""
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reprokit",
         description="Reproducibility bundles for GPU compiler investigations: does this stack emit TMA?",
         epilog="example: reprokit capture --gpu h100 --out /tmp/cap --executor local",
@@ -29,20 +38,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # SIGTERM and SIGHUP stop a run the way Ctrl-C does: every clean-up on the way out runs.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_interrupted)
+    as_json = "--json" in argv
     try:
+        args = build_parser().parse_args(argv)
         # The one place the environment is read: verbs hand what they need down as options.
         args.host = HostEnv.from_environ(os.environ)
         return args.func(args)
-    except BundleInvalid as e:
-        for p in e.problems:
-            print(f"reprokit: {p}", file=sys.stderr)
-        return e.exit_code
     except ReprokitError as e:
-        print(f"reprokit: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("reprokit: interrupted", file=sys.stderr)
-        return 130
+        return _fail(str(e), getattr(e, "problems", None) or [str(e)], e.exit_code, as_json)
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        return _fail(f"interrupted by {signal.Signals(signum).name}; what this run had half-written was removed",
+                     None, 128 + signum, as_json)
+
+
+def _fail(message: str, problems: list[str] | None, code: int, as_json: bool) -> int:
+    """One line per problem on stderr; under --json, the same as one JSON object on stdout."""
+    for p in problems or [message]:
+        print(f"reprokit: {p}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "exit_code": code, "problems": problems or [message]}, indent=1))
+    return code

@@ -91,12 +91,10 @@ class FileSystemError(ReprokitError):
         return cls(f"{where}: {doing + ': ' if doing else ''}{e.strerror or e}")
 
 
-class Interrupted(ReprokitError):
-    """SIGINT, SIGTERM or SIGHUP: the run stopped, removing what it had half-written."""
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C's KeyboardInterrupt would be, so that every
+    clean-up that runs on Ctrl-C runs on them too; `main()` exits 128 + the signal."""
 
     def __init__(self, signum: int):
-        import signal
-
-        super().__init__(f"interrupted by {signal.Signals(signum).name}; nothing half-written was kept")
+        super().__init__(signum)
         self.signum = signum
-        self.exit_code = 128 + signum

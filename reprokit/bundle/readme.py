@@ -129,7 +129,19 @@ def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
         "sha256sum -c SHA256SUMS",
         "```",
         "",
-        f"Or, without extracting: `reprokit verify {name}.tgz` (also checks the archive's structure and the schemas).",
+        f"Or, without extracting: `reprokit verify {name}.tgz` (also checks the archive's structure and the schemas, "
+        "and recounts every TMA verdict from the IR).",
+        "",
+        "Who made it: if the sender signed it, `{0}.tgz.sig` sits beside it (an SSH signature, namespace "
+        "`reprokit-bundle`). Put the sender's public key in an `allowed_signers` file (a line "
+        "`alice@example.com ssh-ed25519 AAAA...`) and check it with OpenSSH alone:".format(name),
+        "",
+        "```sh",
+        f"ssh-keygen -Y verify -f allowed_signers -I alice@example.com -n reprokit-bundle -s {name}.tgz.sig < {name}.tgz",
+        "```",
+        "",
+        f"or with `reprokit verify {name}.tgz --allowed-signers allowed_signers`. Without a signature the checksums "
+        "prove only that the files are the ones listed, not who listed them.",
         "",
         "## Reproduce it",
         "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from reprokit.bundle import signing
 from reprokit.bundle.reader import Limits, check
 from reprokit.errors import BundleUnusable
 
@@ -29,8 +30,11 @@ def add_parser(sub) -> None:
                         "default $REPROKIT_MAX_BUNDLE_BYTES or 2G)")
     p.add_argument("--max-member-bytes", default=None, metavar="N",
                    help="refuse any file over N bytes (default $REPROKIT_MAX_MEMBER_BYTES or 512M)")
+    p.add_argument("--allowed-signers", type=Path, default=None, metavar="FILE",
+                   help="also require BUNDLE.sig to be a valid SSH signature by a key in FILE (OpenSSH's "
+                        "allowed_signers format); without it a signature is reported, not checked")
     p.add_argument("--json", action="store_true",
-                   help='print {"bundle", "valid", "exit_code", "sha256", "files", "problems"}')
+                   help='print {"bundle", "valid", "exit_code", "sha256", "files", "signature", "problems"}')
     p.set_defaults(func=run)
 
 
@@ -44,10 +48,15 @@ def run(args) -> int:
     else:
         problems, code = list(report.problems), (1 if report.problems else 0)
         out.update(sha256=report.sha256, files=report.files)
+    sig = signing.check(args.bundle, args.allowed_signers)
+    if sig.status == "invalid":
+        problems.append(f"signature: {sig.reason}")
+        code = code or 1
     if args.json:
-        print(json.dumps({**out, "valid": code == 0, "exit_code": code, "problems": problems}, indent=1))
+        print(json.dumps({**out, "valid": code == 0, "exit_code": code, "signature": sig.to_dict(),
+                          "problems": problems}, indent=1))
     elif code == 0:
-        print(f"OK {args.bundle}: {out['files']} files, sha256 {out['sha256']}")
+        print(f"OK {args.bundle}: {out['files']} files, sha256 {out['sha256']}; {sig.reason}")
     else:
         for p in problems:
             print(p)
