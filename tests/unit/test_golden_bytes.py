@@ -16,9 +16,9 @@ from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_captu
 
 GOLDEN = {
     "compile-only": ("triton-3.5-cu130-h100-20261122T060012Z-afebd0af86.tgz",
-                     "1680263adc25ca70d37280a4d097b95df227084cc543c3d802e8fcfab3809e2a"),
+                     "335e96bcbd51345bbfa2269c75c01afb70d89cf19d1f93767b91bf2632c9af39"),
     "gpu": ("triton-3.5-cu130-h100-20261122T060012Z-19366ddd89.tgz",
-            "3a6e3b031ba60a78ae6dbf7f3835c25965ccf69fa70cf6c3f60f5931843694bb"),
+            "c646171aba26708c1230ed2e8e763245c73ff5bc7d86c2f6293e9b1c2a3eeb52"),
 }
 
 
