@@ -14,7 +14,7 @@ PLAN_FORMAT = 1
 CASE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 EXPECT = ("tma", "no-tma")
 CONTROLS = ("P0", "P1", "P2", "gemm")
-_CASE_KEYS = ("signature", "divisible_by_16", "requires", "file")
+_CASE_KEYS = ("signature", "divisible_by_16", "requires", "file", "language")
 
 
 def kernels_dir() -> Path:
@@ -113,6 +113,8 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
             "num_warps": int(c["num_warps"]), "num_stages": int(c["num_stages"]),
             "requires": list(c.get("requires", [])), "expect": c.get("expect", "tma"),
             "gated_by": c.get("gated_by"), "timeout_s": float(timeout_s or c.get("timeout_s", default_timeout)),
+            # Triton unless it says otherwise ("cuda": kernels/cuda/, built with nvcc).
+            **({"language": c["language"]} if c.get("language", "triton") != "triton" else {}),
         })
     return {"format": PLAN_FORMAT, "suite": meta.get("name", "tma-controls"), "mode": mode,
             "profile": profile.to_dict(), "stack": stack, "problem": dict(meta.get("problem", {})), "sass": sass,
@@ -126,5 +128,6 @@ def copy_kernels(plan: dict, src: Path, dest: Path) -> list[str]:
     for name in names:
         if not (src / name).is_file():
             raise ConfigError(f"kernel source {src / name} named by the plan does not exist")
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src / name, dest / name)
     return names

@@ -23,10 +23,17 @@ VERSION = triton.__version__
 def missing_requirement(requires: list) -> str | None:
     """Return a one-line reason when an API the case needs is absent, else None.
 
-    Each entry is `tl.NAME`, `module:dotted.name`, or alternatives joined by `|`.
+    Each entry is `tl.NAME`, `module:dotted.name`, `tool:nvcc` (a CUDA C++ case's compiler), or
+    alternatives joined by `|`.
     """
     for req in requires or []:
-        if not any(_has(alt.strip()) for alt in req.split("|")):
+        if req == "tool:nvcc":
+            from reprokit.harness import cudacpp
+
+            why = cudacpp.missing_nvcc()
+            if why:
+                return why
+        elif not any(_has(alt.strip()) for alt in req.split("|")):
             return f"triton {VERSION} lacks {req.replace('|', ' and ')}"
     return None
 
