@@ -61,8 +61,11 @@ def run(args) -> int:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
         for rel in bundle.data:
-            if rel.startswith("kernels/") and "/" not in rel[len("kernels/"):]:
-                (kernels / rel[len("kernels/"):]).write_bytes(bundle.read(rel))
+            # kernels/cuda/ holds the CUDA C++ sources; the reader has refused any other kind of path.
+            parts = rel.split("/")[1:]
+            if rel.startswith("kernels/") and parts and not any(p in ("", ".", "..") for p in parts):
+                (kernels / "/".join(parts)).parent.mkdir(parents=True, exist_ok=True)
+                (kernels / "/".join(parts)).write_bytes(bundle.read(rel))
         options = RunOptions(gpu, workers=args.workers, plan={**plan, "mode": mode}, kernels=kernels)
         outcomes = run_stacks(stacks, executor, options,
                               BundleOptions.from_host(args.host, args.out, share=args.share, parent=bundle.sha256))

@@ -65,3 +65,30 @@ def test_a_broken_source_is_the_compilers_error(nvcc, stack_ready, config, venv_
     assert "kernel.ptx" in c["error"] and "error" in c["error"] and str(tmp_path) not in c["error"]
     assert c["nvcc"]["runs"][-1]["returncode"] != 0 and "kernel.cubin" not in c["artifacts"]
     assert "Ptx assembly aborted" in (cap.out_dir / c["artifacts"]["compile_log"]).read_text()
+
+
+def test_a_bundle_replays_its_own_cuda_source(nvcc, stack_ready, tmp_path, repo_root):
+    """The CUDA source travels in the bundle under kernels/cuda/ and replay builds that copy."""
+    import json
+    import subprocess
+    import sys
+
+    stack_ready("triton-3.6-cu130")
+
+    def reprokit(*args):
+        return subprocess.run([sys.executable, "-m", "reprokit", *args, "--executor", "venv", "--json"],
+                              capture_output=True, text=True, cwd=repo_root, timeout=600)
+
+    p = reprokit("run", "--gpu", "h100", "--stacks", "triton-3.6-cu130", "--cases", "cuda_tma.p0",
+                 "--out", str(tmp_path / "a"))
+    assert p.returncode == 0, p.stderr
+    (original,) = (tmp_path / "a").glob("*.tgz")
+    r = reprokit("replay", str(original), "--out", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+    (replayed,) = (tmp_path / "b").glob("*.tgz")
+    from reprokit.bundle.reader import open_bundle
+
+    b = open_bundle(replayed)
+    assert "kernels/cuda/tma_copy.cu" in b.data
+    assert {c["id"]: c["verdict"] for c in b.results["cases"]} == {"cuda_tma.p0": "tma"}
+    assert json.loads(r.stdout)["parent"]
