@@ -27,7 +27,7 @@ help:
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[test,html]'
 	touch $@
 
 bundle: $(VENV)/.installed

@@ -66,6 +66,17 @@ def scan(level: str, text: str) -> tuple[int, dict]:
     return moves, dict(sorted(ops.items()))
 
 
+def op_lines(level: str, text: str) -> list[tuple[int, str]]:
+    """(0-based line, op) of every TMA data-movement op at one level, in text order: where the
+    report's IR excerpts centre."""
+    hits = []
+    for rx in _MOVE_RE[level]:
+        for m in rx.finditer(text):
+            if _is_op(level, text, m.start()):
+                hits.append((text.count("\n", 0, m.start()), _normalise(m.group(0))))
+    return sorted(hits)
+
+
 def _normalise(op: str) -> str:
     return op.replace("triton_nvidia_gpu.", "ttng.")
 

@@ -1,0 +1,60 @@
+"""Reports over bundles: a GitHub issue body for triton-lang/triton (markdown.py) and one
+self-contained html page with plots (html.py), both built from model.py's content: the bundles,
+the comparison grid over them (reprokit.compare) and the cases worth a look (findings.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from reprokit.errors import FileSystemError, UsageError
+
+FORMATS = ("md", "html")
+
+
+def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False) -> str:
+    """The report over `paths` (bundle files, in column order) as text."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
+    from reprokit.report.model import build
+
+    report = build(paths, mixed_profiles=mixed_profiles)
+    if fmt == "md":
+        from reprokit.report import markdown
+
+        return markdown.render(report)
+    from reprokit.report import html
+
+    return html.render(report)
+
+
+def check_out(out: Path, inputs: Sequence[Path]) -> Path:
+    """Refuse an --out that is a folder, sits in no folder, or would overwrite an input."""
+    out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"--out {out}: is a folder; name a file")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: the folder {out.parent} does not exist")
+    for p in inputs:
+        if Path(p).exists() and out.exists() and os.path.samefile(p, out):
+            raise UsageError(f"--out {out}: is one of the input bundles")
+    return out
+
+
+def write(text: str, out: Path) -> None:
+    """Write aside in out's folder and rename into place: a reader never sees half a report, and
+    a failure leaves nothing behind."""
+    from reprokit import locks
+
+    data = text.encode("utf-8")
+    with locks.temp(out.parent, out.name, "partial", is_dir=False) as t:
+        try:
+            with open(t.path, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise FileSystemError.of(out, e, "cannot write the report") from None
+        t.finish(out)

@@ -1,0 +1,86 @@
+"""What a report dwells on: the cases worth a maintainer's time, found on the comparison grid.
+
+A case is interesting when a compiler crashed or hung on it, when a verdict missed its
+expectation, when the compiler rejected it (a failing pass to name), or when its verdict or TMA
+counts moved across the bundles. A verdict that moved only between `unsupported` and one other
+verdict is an API appearing or disappearing: those are listed per family, not dwelt on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reprokit.compare.grid import Grid, Row
+
+# Kinds, most telling first: a section's order and what survives when a body must be shortened.
+KINDS = ("crash", "not met", "rejected", "moved", "counts")
+
+
+@dataclass(frozen=True)
+class Finding:
+    case: str
+    kinds: tuple        # subset of KINDS, in KINDS order
+    row: Row
+
+    @property
+    def rank(self) -> int:
+        return KINDS.index(self.kinds[0])
+
+
+def _api_only(row: Row) -> bool:
+    """Verdicts differ only by `unsupported` against one other verdict: an API came or went."""
+    verdicts = {c.verdict for c in row.cells if c.present}
+    return "unsupported" in verdicts and len(verdicts - {"unsupported"}) <= 1
+
+
+def kinds_of(row: Row) -> tuple:
+    cells = [c for c in row.cells if c.present]
+    kinds = set()
+    if any(c.status in ("crash", "timeout") for c in cells):
+        kinds.add("crash")
+    if any(c.met is False and c.status not in ("crash", "timeout") for c in cells):
+        kinds.add("not met")
+    if any(c.verdict == "rejected" for c in cells):
+        kinds.add("rejected")
+    moved = {f for c in row.cells for f in c.moved}
+    if moved & {"verdict", "status", "present"} and not _api_only(row):
+        kinds.add("moved")
+    elif any(f.startswith("tma.") for f in moved) and not _api_only(row):
+        kinds.add("counts")
+    return tuple(k for k in KINDS if k in kinds)
+
+
+def findings(grid: Grid) -> list[Finding]:
+    """Interesting cases, most telling first, grid order within a kind."""
+    out = [Finding(r.case, k, r) for r in grid.rows if (k := kinds_of(r))]
+    order = {r.case: i for i, r in enumerate(grid.rows)}
+    return sorted(out, key=lambda f: (f.rank, order[f.case]))
+
+
+@dataclass(frozen=True)
+class ApiChange:
+    family: str
+    supported: tuple    # column labels where some case of the family compiled
+    unsupported: tuple  # (column label, the stack's own words), where every case of it was unsupported
+
+
+def api_changes(grid: Grid) -> list[ApiChange]:
+    """Families whose support differs across the columns."""
+    fams: dict = {}
+    for r in grid.rows:
+        if r.family:
+            fams.setdefault(r.family, []).append(r)
+    out = []
+    for fam, rows in fams.items():
+        sup, uns = [], []
+        for i, col in enumerate(grid.columns):
+            cells = [r.cells[i] for r in rows if r.cells[i].present]
+            if not cells:
+                continue
+            if all(c.status == "unsupported" for c in cells):
+                uns.append((col.label, next((c.error for c in cells if c.error), "unsupported")))
+            else:
+                sup.append(col.label)
+        if sup and uns:
+            out.append(ApiChange(fam, tuple(sup), tuple(uns)))
+    return out

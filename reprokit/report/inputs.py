@@ -1,0 +1,106 @@
+"""The bundles a report is made of: opened and verified through the one reader, checked to be
+comparable (one GPU profile), and the environment facts each contributes to the report, read
+from its env.json, manifest and per-case ptxas records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from reprokit.bundle.reader import Bundle, open_bundle
+from reprokit.errors import UsageError
+
+
+def _wanted(rel: str) -> bool:
+    # IR text, logs, metadata and MLIR reproducers; cubins are never shown, so never held.
+    return rel.startswith(("cases/", "kernels/")) and not rel.endswith(".cubin")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What ran, as the report states it: one per bundle."""
+
+    name: str           # the bundle's root folder
+    file: str           # the file name as given (no folders: the report must not depend on cwd)
+    sha256: str
+    triton: str
+    stack: str
+    profile: str        # GPU profile key
+    profile_name: str
+    arch: str
+    mode: str
+    gpu: str            # device name(s) that ran, or what a compile-only run targeted
+    driver: str | None
+    cuda: str | None    # the driver's CUDA version (NVML), e.g. "13.0"
+    ptxas: str          # the ptxas version(s) the compiles ran, from the case records
+    torch: str | None
+    python: str | None
+    os: str | None
+
+    @property
+    def label(self) -> str:
+        """A column header: Triton version, and the stack when it is not a bare local run."""
+        return f"triton {self.triton}" if self.stack == "local" else f"{self.stack} (triton {self.triton})"
+
+
+def _cuda(version) -> str | None:
+    # NVML reports the driver's CUDA version as 1000 * major + 10 * minor.
+    if not isinstance(version, int) or version <= 0:
+        return None
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def facts(bundle: Bundle) -> Facts:
+    m, env, res = bundle.manifest, bundle.env or {}, bundle.results
+    profile = m.get("profile") or bundle.plan.get("profile") or {}
+    gpu = env.get("gpu") or {}
+    devices = gpu.get("devices") or []
+    pkgs = env.get("packages") or {}
+    tools = env.get("tools") or {}
+    if gpu.get("available") and devices:
+        gpu_name = ", ".join(sorted({str(d.get("name")) for d in devices}))
+    else:
+        gpu_name = f"none (compile-only for {profile.get('name', profile.get('key', '?'))})"
+    # The ptxas that compiled the cases, from their own records; env.json's is only what was on PATH.
+    ran = sorted({(c.get("ptxas") or {}).get("version") for c in res.get("cases", [])} - {None})
+    ptxas = ", ".join(ran) if ran else ((tools.get("ptxas") or {}).get("version") or "unknown") + " (none ran)"
+    osi = env.get("os") or {}
+    return Facts(
+        name=bundle.root, file=Path(bundle.path).name, sha256=bundle.sha256,
+        triton=str(res.get("triton") or (m.get("stack") or {}).get("triton") or "?"),
+        stack=str((m.get("stack") or {}).get("name") or "?"), profile=str(profile.get("key", "?")),
+        profile_name=str(profile.get("name", "?")), arch=str(profile.get("arch", "?")),
+        mode=str(m.get("mode") or res.get("mode") or "?"), gpu=gpu_name,
+        driver=gpu.get("driver") if gpu.get("available") else None,
+        cuda=_cuda(gpu.get("cuda_driver")) if gpu.get("available") else None, ptxas=ptxas,
+        torch=(pkgs.get("torch") or {}).get("version"), python=(env.get("python") or {}).get("version"),
+        os=osi.get("distro") or osi.get("system"),
+    )
+
+
+@dataclass(frozen=True)
+class Inputs:
+    bundles: tuple      # Bundle, in the order given
+    facts: tuple        # Facts, same order
+
+
+def open_inputs(paths: Sequence[Path], *, mixed_profiles: bool = False) -> Inputs:
+    """Open and verify every bundle (the reader's errors pass through: exit 2 for a file that is
+    not a bundle, 1 for an invalid one); refuse bundles of different GPU profiles unless asked,
+    and the same bundle twice."""
+    if not paths:
+        raise UsageError("report needs at least one bundle")
+    bundles = [open_bundle(Path(p), keep=_wanted) for p in paths]
+    seen: dict = {}
+    for b in bundles:
+        if b.sha256 in seen:
+            raise UsageError(f"{b.path} and {seen[b.sha256]} are the same bundle (sha256 {b.sha256[:12]}...)")
+        seen[b.sha256] = b.path
+    fs = [facts(b) for b in bundles]
+    profiles = sorted({f.profile for f in fs})
+    if len(profiles) > 1 and not mixed_profiles:
+        which = "; ".join(f"{f.file}: {f.profile}" for f in fs)
+        raise UsageError(f"the bundles are for different GPU profiles ({which}); "
+                         "pass --mixed-profiles to report them side by side")
+    return Inputs(tuple(bundles), tuple(fs))

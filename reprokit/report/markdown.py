@@ -1,0 +1,241 @@
+"""The markdown report: a ready issue body for triton-lang/triton, in the shape of its bug
+template ("Describe the bug" with a copy-paste reproducer, observed against expected; then
+"Environment details", starting "Triton: ... GPU: ..."). Long parts sit in <details>.
+
+Deterministic: the same bundles in the same order give the same bytes (no clock, no paths but
+bundle file names). GitHub refuses an issue body over 65536 characters, so the least telling
+sections are shortened, step by step, until it fits, and the body says what was left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reprokit.compare.normalise import LEVELS
+from reprokit.report.model import Report, tma_text
+
+BODY_LIMIT = 65536
+_DETAIL = ("full", "no-ir", "short")   # how much of a finding's section a body keeps
+_MAX_TAIL = 1500                        # characters of a crash's stderr tail shown
+
+
+def _esc(text) -> str:
+    """A table cell on one line, pipes escaped."""
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def fence(text: str, lang: str = "") -> list[str]:
+    """A fenced block longer than any backtick run inside `text`."""
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    ticks = "`" * max(3, max(runs, default=0) + 1)
+    return [ticks + lang, text.rstrip("\n"), ticks]
+
+
+def details(summary: str, body: list[str]) -> list[str]:
+    # GitHub renders markdown inside <details> only after a blank line.
+    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def cell_md(cell, *, baseline: bool) -> str:
+    if not cell.present:
+        return "**absent**" if cell.moved else "-"
+    text = cell.verdict or "?"
+    if cell.verdict == "error":   # the one verdict several statuses share
+        text += f" ({cell.status})"
+    if not baseline and cell.moved and ({"status", "verdict", "present"} & set(cell.moved)
+                                        or any(f.startswith("tma.") for f in cell.moved)):
+        text = f"**{text}**"
+    counts = tma_text(cell)
+    if counts:
+        text += f" {counts}"
+    if cell.met is False:
+        text += " ✗"
+    if cell.fits is False:
+        text += " (no launch)"
+    return _esc(text)
+
+
+def grid_lines(r: Report) -> list[str]:
+    cols = [f.label for f in r.facts]
+    lines = ["| case | expect | " + " | ".join(_esc(c) for c in cols) + " |",
+             "|---|---|" + "---|" * len(cols)]
+    for row in r.grid.rows:
+        expect = next((c.expect for c in row.cells if c.present and c.expect), "-")
+        lines.append(f"| `{row.case}` | {expect} | "
+                     + " | ".join(cell_md(c, baseline=i == 0) for i, c in enumerate(row.cells)) + " |")
+    lines += ["", f"Cells: verdict, then TMA data-movement ops per level ({'/'.join(LEVELS)}); "
+                  "**bold**: moved against the first column; ✗: the expectation was not met; "
+                  "(no launch): needs more shared memory per block than the GPU has.", ""]
+    return lines
+
+
+def _same(values: list) -> bool:
+    return len(set(values)) == 1
+
+
+def env_lines(r: Report) -> list[str]:
+    """The 'Triton: ... GPU: ...' block, one value where every bundle agrees."""
+    fs = r.facts
+
+    def per(attr: str, fmt=lambda v: v) -> str:
+        vals = [getattr(f, attr) for f in fs]
+        if _same(vals):
+            return fmt(vals[0]) if vals[0] is not None else "unknown"
+        return "; ".join(f"{fmt(v) if v is not None else 'unknown'} ({f.label})" for v, f in zip(vals, fs))
+
+    gpu = per("gpu")
+    driver = per("driver")
+    cuda = per("cuda")
+    lines = [
+        "Triton: " + ", ".join(dict.fromkeys(f.triton for f in fs)),
+        f"GPU: {gpu}; profile {r.profile_key}",
+        f"Driver: {driver}, CUDA {cuda} (NVML)" if any(f.driver for f in fs) else "Driver: none (compile-only, no GPU)",
+        f"ptxas that ran: {per('ptxas')}",
+        f"torch: {per('torch')}; Python: {per('python')}; OS: {per('os')}",
+        f"Mode: {per('mode')}",
+    ]
+    return lines
+
+
+def bundle_table(r: Report) -> list[str]:
+    lines = ["| column | bundle | sha256 |", "|---|---|---|"]
+    for f in r.facts:
+        lines.append(f"| {_esc(f.label)} | `{_esc(f.file)}` | `{f.sha256}` |")
+    return lines + ["", "Check one with `sha256sum FILE` against the table, then `reprokit verify FILE`; "
+                        "`reprokit replay FILE` reruns its own plan and kernels.", ""]
+
+
+def _observed(r: Report, case: str) -> list[str]:
+    out = []
+    row = r.grid.row(case)
+    for f, cell in zip(r.facts, row.cells):
+        if not cell.present:
+            out.append(f"- {f.label}: not in this bundle")
+            continue
+        rec = r.record(r.facts.index(f), case) or {}
+        met = {True: "met", False: "**not met**"}.get(cell.met, "not judged")
+        out.append(f"- {f.label}: {cell.status}, verdict `{cell.verdict}` ({met}): {_esc(rec.get('reason', ''))}")
+    return out
+
+
+def _crash_parts(r: Report, case: str) -> list[str]:
+    out = []
+    for i, f in enumerate(r.facts):
+        rec = r.record(i, case)
+        if not rec or rec.get("status") not in ("crash", "timeout", "compile_error"):
+            continue
+        what = {"crash": "crashed", "timeout": "hung past its timeout", "compile_error": "rejected it"}[rec["status"]]
+        facts = [f"The {f.label} compiler {what}"]
+        if rec.get("signal"):
+            facts.append(f"signal {rec['signal']}")
+        if rec.get("failing_pass"):
+            facts.append(f"failing pass `{rec['failing_pass']}`")
+        out.append("; ".join(facts) + ".")
+        out.append("")
+        error = (rec.get("error") or "").strip()
+        tail = (rec.get("stderr_tail") or "").strip()
+        if len(tail) > _MAX_TAIL:
+            tail = "..." + tail[-_MAX_TAIL:]
+        if rec["status"] == "crash" and tail:
+            out += fence(tail) + [""]       # an abort's last words are short and are the evidence
+        else:
+            out += fence(error or tail) + [""]
+            if tail and tail != error:
+                out += details(f"the compiler's stderr, last lines ({f.label})", fence(tail))
+        mlir = r.reproducer_mlir(i, case)
+        if mlir is not None:
+            rel = rec["artifacts"]["reproducer"]
+            out += details(f"MLIR reproducer of the failing pass ({f.label}, <code>{rel}</code>)",
+                           [f"Run with `triton-opt --run-reproducer {rel.rsplit('/', 1)[-1]}` "
+                            "(triton-opt comes with a source build of Triton).", "", *fence(mlir, "mlir")])
+    return out
+
+
+def _excerpt_parts(r: Report, case: str) -> list[str]:
+    out = []
+    shown: dict = {}
+    for i, f in enumerate(r.facts):
+        exs = r.excerpts(i, case)
+        if not exs:
+            continue
+        text = "\n\n".join(e.text() for e in exs)
+        if text in shown:
+            out.append(f"IR of {f.label}: the same lines as {shown[text]}.")
+            out.append("")
+            continue
+        shown[text] = f.label
+        kinds = {e.kind for e in exs}
+        what = "around its TMA ops" if kinds == {"tma"} else (
+            "where TMA ops would be (its global loads and stores)" if "tma" not in kinds else "around TMA ops or loads")
+        out += details(f"IR of {f.label}, {what}: {', '.join(e.level for e in exs)}", fence(text))
+    return out
+
+
+def finding_section(r: Report, fnd, detail: str) -> list[str]:
+    plan = r.plan_case(fnd.case)
+    lines = [f"#### `{fnd.case}`: {', '.join(fnd.kinds)}", ""]
+    if plan.get("description"):
+        lines += [f"{plan['description']}. Expected: `{plan.get('expect', '?')}`.", ""]
+    lines += _observed(r, fnd.case) + [""]
+    if detail == "short":
+        return lines + [f"Its IR, logs and any MLIR reproducer are in each bundle under `cases/{fnd.case}/`.", ""]
+    lines += _crash_parts(r, fnd.case)
+    if detail == "full":
+        lines += _excerpt_parts(r, fnd.case)
+    return lines
+
+
+def _summary(r: Report) -> list[str]:
+    tritons = ", ".join(dict.fromkeys(f"{f.triton}" for f in r.facts))
+    n = len(r.findings)
+    head = (f"reprokit ran the `{r.bundles[0].plan.get('suite', '?')}` suite ({len(r.grid.rows)} cases) with "
+            f"Triton {tritons} for {r.profile}. "
+            + (f"{n} case{'s' if n != 1 else ''} need{'s' if n == 1 else ''} a look:" if n else "Nothing needs a look."))
+    lines = [head, ""]
+    for fnd in r.findings:
+        row = fnd.row
+        where = [f.label for f, c in zip(r.facts, row.cells) if c.present and (
+            ("crash" in fnd.kinds and c.status in ("crash", "timeout")) or
+            ("not met" in fnd.kinds and c.met is False) or ("rejected" in fnd.kinds and c.verdict == "rejected"))]
+        verdicts = " → ".join(f"{c.verdict}" if c.present else "absent" for c in row.cells)
+        lines.append(f"- `{fnd.case}` ({', '.join(fnd.kinds)}): {verdicts}"
+                     + (f" ({', '.join(where)})" if where and len(r.facts) > 1 else ""))
+    if r.api:
+        lines += ["", "API families that come and go (not bugs, listed for the record):", ""]
+        for a in r.api:
+            lines.append(f"- `{a.family}`: compiles with {', '.join(a.supported)}; unsupported with "
+                         + "; ".join(f"{lab} ({_esc(why)})" for lab, why in a.unsupported))
+    return lines + [""]
+
+
+def render(r: Report, *, limit: int = BODY_LIMIT) -> str:
+    """The issue body; shortened (least telling sections first) until it fits `limit`."""
+    detail = ["full"] * len(r.findings)
+    while True:
+        text = _assemble(r, detail)
+        if len(text) <= limit:
+            return text
+        # Shorten the last finding that can still be shortened: least telling first.
+        for k in range(len(detail) - 1, -1, -1):
+            if detail[k] != "short":
+                detail[k] = _DETAIL[_DETAIL.index(detail[k]) + 1]
+                break
+        else:
+            return text   # only the grid and summaries are left; nothing more to take out
+
+
+def _assemble(r: Report, detail: list[str]) -> str:
+    lines = ["<!-- Made by `reprokit report` from the bundles listed under Environment details. "
+             "Paste as the body of a bug report: https://github.com/triton-lang/triton/issues/new/choose -->",
+             "", "### Describe the bug", ""]
+    lines += _summary(r)
+    lines += ["#### Verdicts", ""] + grid_lines(r)
+    for fnd, d in zip(r.findings, detail):
+        lines += finding_section(r, fnd, d)
+    cut = [f.case for f, d in zip(r.findings, detail) if d != "full"]
+    if cut:
+        lines += [f"_Shortened to fit GitHub's {BODY_LIMIT}-character limit: IR excerpts"
+                  + (" and crash evidence" if "short" in detail else "")
+                  + f" of {', '.join(f'`{c}`' for c in cut)} are in the bundles._", ""]
+    lines += ["### Environment details", ""] + fence("\n".join(env_lines(r))) + [""] + bundle_table(r)
+    return "\n".join(lines).rstrip("\n") + "\n"

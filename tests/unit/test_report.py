@@ -1,0 +1,209 @@
+"""`reprokit report` over the real H100 bundles (Triton 3.0.0 and 3.6.0): the issue body's
+content and determinism, IR excerpts, the html page's self-containment, and bad input."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reprokit.cli import main
+from reprokit.report import render
+from reprokit.report.excerpts import excerpt
+from reprokit.report.markdown import BODY_LIMIT
+from reprokit.report.markdown import render as render_md
+from reprokit.report.model import build
+
+GOLDEN = Path(__file__).resolve().parents[2] / "bundles" / "golden"
+
+
+def _one(folder: str) -> Path:
+    (path,) = sorted((GOLDEN / folder).glob("*.tgz"))
+    return path
+
+
+V30, V36 = _one("h100-triton-3.0.0"), _one("h100-triton-3.6.0")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return build([V30, V36])
+
+
+@pytest.fixture(scope="module")
+def md(report):
+    return render_md(report)
+
+
+def _section(md: str, case: str) -> str:
+    start = md.index(f"#### `{case}`")
+    end = md.find("\n#### ", start + 1)
+    return md[start:end if end > 0 else md.index("### Environment details")]
+
+
+def test_markdown_follows_the_bug_template_with_the_environment_that_ran(md):
+    assert md.index("### Describe the bug") < md.index("### Environment details")
+    env = md[md.index("### Environment details"):]
+    assert "Triton: 3.0.0, 3.6.0\n" in env and "GPU: NVIDIA H100 80GB HBM3; profile h100, sm_90" in env
+    assert "Driver: 580.159.04, CUDA 13.0" in env
+    # the ptxas each Triton really ran (its own), not the container's CUDA 13.0
+    assert "ptxas that ran: 12.4.99 (triton 3.0.0); 12.8.93 (triton 3.6.0)" in env
+    for path in (V30, V36):
+        assert f"`{path.name}` | `{hashlib.sha256(path.read_bytes()).hexdigest()}` |" in env
+    assert len(md) < BODY_LIMIT
+
+
+def test_markdown_grid_marks_moved_and_unmet_cells(md):
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([^`]+)` \|.*$", md, re.M)}
+    assert len(rows) == 22
+    assert rows["block_ptr.p0"] == "| `block_ptr.p0` | tma | no-tma 0/0/0/0/0 ✗ | no-tma 0/0/0/0/0 ✗ |"
+    assert rows["experimental_descriptor.p1"].endswith("| crashed ✗ | **unsupported** |")
+    assert rows["host_descriptor.p0"].endswith("| unsupported | **tma** 2/2/2/2/2 |")
+    assert "tma 3/9/9/9/9 (no launch)" in rows["experimental_descriptor.gemm-256x128x128-w16-s4"]
+
+
+def test_markdown_dwells_on_crash_unmet_and_rejections_and_lists_api_changes(md, report):
+    assert [f.case for f in report.findings] == ["experimental_descriptor.p1", "block_ptr.p0",
+                                                 "tensor_descriptor.p1", "host_descriptor.p1"]
+    crash = _section(md, "experimental_descriptor.p1")
+    assert "signal SIGABRT" in crash and "unsupported shared memory layout for MMAv3" in crash
+    assert "<summary>MLIR reproducer of the failing pass (triton 3.0.0" in crash
+    assert "tt.experimental_descriptor_load %arg0" in crash and "triton-nvidia-tma-lowering" in crash
+    rejected = _section(md, "host_descriptor.p1")
+    assert "failing pass `TritonNvidiaGPUTMALoweringPass`" in rejected
+    assert "TMA copies must have between 1 and 5 coordinates" in rejected
+    unmet = _section(md, "block_ptr.p0")
+    # no TMA: the excerpt centres on the loads/stores a TMA would replace, at each level shown
+    assert re.search(r"^\d+> +%\d+ = tt\.load ", unmet, re.M)
+    assert re.search(r"^\d+> +/\*[0-9a-f]{4}\*/ +LDG\.E\.128 ", unmet, re.M)
+    assert re.search(r"^\d+> +/\*[0-9a-f]{4}\*/ +STG\.E\.128 ", unmet, re.M)
+    assert "/* 0x" not in unmet   # SASS encodings are dropped
+    api = md[md.index("API families"):md.index("#### Verdicts")]
+    assert "`experimental_descriptor`: compiles with triton 3.0.0; unsupported with triton 3.6.0 " \
+           "(triton 3.6.0 lacks tl._experimental_descriptor_load)" in api
+    assert "`host_descriptor`: compiles with triton 3.6.0" in api
+
+
+def test_markdown_is_deterministic_and_independent_of_the_folder_given(tmp_path, md):
+    copy = tmp_path / "elsewhere"
+    copy.mkdir()
+    a = copy / V30.name
+    b = copy / V36.name
+    a.write_bytes(V30.read_bytes())
+    b.write_bytes(V36.read_bytes())
+    assert render([a, b], "md") == md
+
+
+def test_a_body_over_githubs_limit_is_shortened_least_telling_first(report):
+    full = render_md(report)
+    short = render_md(report, limit=9000)
+    assert len(short) <= 9000 < len(full)
+    assert "Shortened to fit GitHub's" in short
+    # the grid and the environment always stay; the crash keeps its evidence longest
+    assert "| `block_ptr.p0` |" in short and "### Environment details" in short
+    assert "signal SIGABRT" in short
+    assert "<summary>IR of triton 3.0.0" not in short
+
+
+def test_excerpts_centre_on_tma_ops_and_skip_comments():
+    text = "\n".join(["// tt.load in a comment", "%0 = arith.constant 0 : i32",
+                      "ttng.async_tma_copy_global_to_local %a[%0] %b, %c loc(#loc3)", "ttng.wait_barrier %c",
+                      *[f"%{i} = arith.addi %0, %0 : i32" for i in range(1, 10)],
+                      "ttng.async_tma_copy_local_to_global %d[%0] %b"])
+    e = excerpt("ttgir", "cases/x/kernel.ttgir", text)
+    assert e.kind == "tma" and e.anchors == 2 and e.marks == (3, 14)
+    out = e.text()
+    assert " 3> ttng.async_tma_copy_global_to_local %a[%0] %b, %c\n" in out   # loc() suffix dropped
+    assert "..." in out and "%4 = " not in out and "%8 = " in out   # two windows, the middle left out
+    plain = excerpt("ttgir", "k.ttgir", "// tt.load x\n%1 = tt.load %0\n")
+    assert plain.kind == "stand-in" and plain.marks == (2,)
+    assert excerpt("sass", "k.sass", "MOV R1, R2 ;\n").kind == "none"
+
+
+def test_html_is_self_contained_and_deterministic(report):
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    from reprokit.report.html import render as render_html
+
+    page = render_html(report)
+    assert render_html(report) == page
+    refs = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]+)""", page)
+    assert refs, "no images"
+    assert all(r.startswith("data:image/png;base64,") or r.startswith("#case-") for r in refs), refs
+    assert not re.search(r"<(?:script|link|iframe|object|embed)\b", page) and "url(" not in page
+    imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(imgs) == 3   # TMA counts, shared memory, registers: each differs across 3.0.0 and 3.6.0
+    for data in imgs:
+        im = Image.open(io.BytesIO(base64.b64decode(data)))
+        assert im.format == "PNG" and im.width > 300 and len(im.convert("RGB").getcolors(1 << 24)) > 20
+    assert 'data-case="experimental_descriptor.p1"' in page
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    rc = main(["report", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_bad_input_gets_one_line_and_an_exit_code(tmp_path, capsys):
+    out = tmp_path / "r.md"
+    not_bundle = tmp_path / "notes.tgz"
+    not_bundle.write_text("hello")
+    cases = [
+        ((not_bundle, "--out", out), 2, "not a gzip file"),
+        ((V30, V30, "--out", out), 2, "are the same bundle"),
+        ((V30, "--out", tmp_path), 2, "is a folder"),
+        ((V30, "--out", tmp_path / "no" / "r.md"), 2, "does not exist"),
+        ((V30, "--out", V30), 2, "is one of the input bundles"),
+        ((V30, "--out", "/proc/r.md"), 5, "/proc"),
+        ((V30, tmp_path / "missing.tgz", "--out", out), 2, "no such file"),
+    ]
+    for argv, code, words in cases:
+        rc, stdout, err = _run(capsys, *argv)
+        assert (rc, stdout) == (code, ""), (argv, err)
+        assert len(err.strip().splitlines()) == 1 and words in err, (argv, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["no", "notes.tgz"] or \
+        sorted(p.name for p in tmp_path.iterdir()) == ["notes.tgz"]
+    assert not out.exists()
+
+
+def test_an_invalid_bundle_is_exit_1_and_writes_nothing(tmp_path, capsys):
+    from tests.helpers.bundle_tools import repack
+
+    bad = repack(V30, tmp_path / "bad.tgz", lambda f: {**f, "results.json": f["results.json"].replace(b'"ok"', b'"ko"', 1)})
+    out = tmp_path / "r.md"
+    rc, stdout, err = _run(capsys, V36, bad, "--out", out)
+    assert rc == 1 and "results.json" in err and not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tgz"]
+
+
+def test_bundles_of_different_gpu_profiles_need_a_flag(tmp_path, capsys):
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions, Origin
+    from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_capture
+
+    b200 = {**PROFILE_H100, "key": "b200", "name": "NVIDIA B200", "capability": 100, "arch": "sm_100"}
+    cap = make_capture(tmp_path / "cap")
+    plan = json.loads((cap / "plan.json").read_text())
+    (cap / "plan.json").write_text(json.dumps({**plan, "profile": b200}))
+    other = write_bundle(cap, Origin(stack=STACK, profile=b200, executor=EXECUTOR, mode="compile-only"),
+                         BundleOptions(tmp_path))
+    rc, stdout, err = _run(capsys, V30, other)
+    assert rc == 2 and stdout == "" and len(err.strip().splitlines()) == 1
+    assert "different GPU profiles" in err and "h100" in err and "b200" in err and "--mixed-profiles" in err
+    rc, stdout, err = _run(capsys, V30, other, "--mixed-profiles")
+    assert rc == 0 and "GPU: " in stdout and "h100, sm_90" in stdout and "b200, sm_100" in stdout
+
+
+def test_out_is_written_whole_and_replaces_an_older_report(tmp_path, capsys):
+    out = tmp_path / "r.md"
+    out.write_text("old")
+    rc, stdout, err = _run(capsys, V30, V36, "--out", out)
+    assert rc == 0 and stdout == "" and out.read_text() == render([V30, V36], "md")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
