@@ -48,6 +48,8 @@ def cell_md(cell, *, baseline: bool) -> str:
     counts = tma_text(cell)
     if counts:
         text += f" {counts}"
+    if cell.time_s is not None:
+        text += f" {cell.time_s * 1e6:.1f} us" + (f" x{cell.time_ratio:.2f}" if cell.time_ratio is not None else "")
     if cell.met is False:
         text += " ✗"
     if cell.fits is False:
@@ -63,7 +65,8 @@ def grid_lines(r: Report) -> list[str]:
         expect = next((c.expect for c in row.cells if c.present and c.expect), "-")
         lines.append(f"| `{row.case}` | {expect} | "
                      + " | ".join(cell_md(c, baseline=i == 0) for i, c in enumerate(row.cells)) + " |")
-    lines += ["", f"Cells: verdict, then TMA data-movement ops per level ({'/'.join(LEVELS)}); "
+    lines += ["", f"Cells: verdict, then TMA data-movement ops per level ({'/'.join(LEVELS)}), then on a GPU the "
+                  "median time per launch and its ratio to the first column; "
                   "**bold**: moved against the first column; ✗: the expectation was not met; "
                   "(no launch): needs more shared memory per block than the GPU has.", ""]
     return lines

@@ -207,3 +207,33 @@ def test_out_is_written_whole_and_replaces_an_older_report(tmp_path, capsys):
     rc, stdout, err = _run(capsys, V30, V36, "--out", out)
     assert rc == 0 and stdout == "" and out.read_text() == render([V30, V36], "md")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
+
+
+def _gpu_bundle(tmp: Path, name: str, times_ms: dict, **capture) -> Path:
+    """A bundle whose ok cases carry a GPU benchmark (median per launch), as a GPU run records it."""
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions, Origin
+    from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_capture
+
+    cap = make_capture(tmp / name, **capture)
+    res = json.loads((cap / "results.json").read_text())
+    for c in res["cases"]:
+        if c["id"] in times_ms:
+            c["bench"] = {"median_ms": times_ms[c["id"]]}
+    (cap / "results.json").write_text(json.dumps(res))
+    return write_bundle(cap, Origin(stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only"),
+                        BundleOptions(tmp / f"{name}-out"))
+
+
+def test_gpu_times_show_in_the_grid_and_as_a_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    a = _gpu_bundle(tmp_path, "a", {"tensor_descriptor.p0": 0.0125})
+    b = _gpu_bundle(tmp_path, "b", {"tensor_descriptor.p0": 0.0150})
+    md = render([a, b], "md")
+    row = next(line for line in md.splitlines() if line.startswith("| `tensor_descriptor.p0` |"))
+    assert "12.5 us |" in row and "15.0 us x1.20 |" in row
+    page = render([a, b], "html")
+    assert 'id="plot-time"' in page and "15.0 us x1.20" in page
+    # the same bundles with equal times: nothing to plot for time
+    assert 'id="plot-time"' not in render([a, _gpu_bundle(tmp_path, "c", {"tensor_descriptor.p0": 0.0125}, hostname="other")],
+                                              "html")
