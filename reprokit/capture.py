@@ -1,18 +1,26 @@
 """One capture: plan the suite for a GPU profile, run the harness in a stack, collect the folder.
 
-The folder appears under its final name only when the harness finished; a failed run is kept
-beside it as `<name>.failed` with its logs, so nothing half-written passes for a capture.
+One writer per folder: the capture holds a lock beside `out_dir` (reprokit.locks) from before
+the suite starts until the folder is in place, so a second capture into it stops at once. The
+run is written aside, in a temporary folder of its own, and renamed into place only when the
+harness finished; with force, the old folder is swapped out only then (one atomic exchange),
+so an interrupt at any moment leaves either the old capture or the new one. A failed run is
+kept beside it as `<name>.failed` (or `.failed-2`, ...: an existing one is never replaced) with
+its logs. Its temporary files (the harness's, the compilers') live in one per-run folder.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
-import shutil
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprokit import locks
 from reprokit.config import GpuProfile, Stack
-from reprokit.errors import HarnessError, UsageError
+from reprokit.errors import FileSystemError, HarnessError, OutputExists
 from reprokit.executors import Executor, RunResult
 from reprokit.options import Origin, RunOptions
 from reprokit.suite import build_plan, copy_kernels, kernels_dir
@@ -47,56 +55,119 @@ class Capture:
 def check_out_dir(out_dir: Path, force: bool) -> bool:
     """Refuse a non-empty out_dir unless forced; True when it holds something to replace."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"{out_dir} exists and is not a folder")
-    if out_dir.exists() and any(out_dir.iterdir()):
-        if not force:
-            raise UsageError(f"{out_dir} exists and is not empty (use --force to replace it)")
-        return True
+    try:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise OutputExists(f"{out_dir} exists and is not a folder; a capture is a folder")
+        if out_dir.exists() and any(out_dir.iterdir()):
+            if not force:
+                raise OutputExists(f"{out_dir} exists and is not empty (use --force to replace it)")
+            return True
+    except OSError as e:
+        raise FileSystemError.of(out_dir, e, "cannot read") from None
     return False
 
 
 def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions) -> Capture:
     """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir."""
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).absolute()
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(out_dir.parent, e, "cannot create the capture's folder") from None
+    # Checked before anything runs: the folder is writable (the lock is made in it), and ours alone.
+    with locks.hold(out_dir, "capture"):
+        replace = check_out_dir(out_dir, options.force)
+        locks.sweep(out_dir.parent)
+        with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work, \
+                locks.run_scratch("capture"):
+            cap = _run(stack, executor, out_dir, work.path, options)
+            _put_in_place(work, out_dir, replace)
+        return cap
+
+
+def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: RunOptions) -> Capture:
     profile, mode = options.profile, options.mode
-    if check_out_dir(out_dir, options.force):
-        shutil.rmtree(out_dir)
-    work = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "logs").mkdir(parents=True)
     if options.plan is None:
         plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
     else:
         plan = dict(options.plan)
-    (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
-    copy_kernels(plan, Path(options.kernels or kernels_dir()), work / "kernels")
     try:
-        facts = executor.prepare(stack)
-        run = executor.run_harness(stack, work, workers=options.workers, timeout_s=options.run_timeout_s,
-                                   gpu=options.gpu.on_gpu)
-    except BaseException:
-        # Nothing ran (the stack could not be prepared or started): nothing to keep.
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        (work / "logs").mkdir()
+        (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+        copy_kernels(plan, Path(options.kernels or kernels_dir()), work / "kernels")
+    except OSError as e:
+        raise FileSystemError.of(work, e, "cannot write") from None
+    # Nothing ran if the stack could not be prepared or started: the temporary folder just goes.
+    facts = executor.prepare(stack)
+    run = executor.run_harness(stack, work, workers=options.workers, timeout_s=options.run_timeout_s,
+                               gpu=options.gpu.on_gpu)
     results_path = work / "results.json"
     if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
-        failed = out_dir.with_name(out_dir.name + ".failed")
-        shutil.rmtree(failed, ignore_errors=True)
-        work.rename(failed)
         why = "timed out" if run.timed_out else f"exited {run.returncode}"
         last = (run.log_tail.strip().splitlines() or ["no output"])[-1]
+        failed = _keep_failed(work, out_dir)
         raise HarnessError(f"{stack.name}: harness {why} under {executor.name}: {last} (logs in {failed})")
     results = json.loads(results_path.read_text())
     if stack.name != "local" and results.get("triton") != stack.triton:
         # A mislabelled bundle is worse than none: the stack must be what really ran.
-        failed = out_dir.with_name(out_dir.name + ".failed")
-        shutil.rmtree(failed, ignore_errors=True)
-        work.rename(failed)
+        failed = _keep_failed(work, out_dir)
         raise HarnessError(f"{stack.name} pins triton {stack.triton}, but the harness under {executor.name} ran "
                            f"triton {results.get('triton')} (logs in {failed})")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    if out_dir.exists():
-        out_dir.rmdir()
-    work.rename(out_dir)
     return Capture(out_dir, stack, profile, executor.name, plan["mode"], facts, run, results)
+
+
+def _keep_failed(work: Path, out_dir: Path) -> Path:
+    """Move a failed run's folder to the first free `<name>.failed[-N]`; never over anything."""
+    for n in range(1, 1000):
+        failed = out_dir.with_name(out_dir.name + (".failed" if n == 1 else f".failed-{n}"))
+        if failed.exists() or failed.is_symlink():
+            continue
+        try:
+            os.mkdir(failed)  # claim the name; a rename over this empty folder then replaces only it
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise FileSystemError.of(failed, e, "cannot keep the failed run") from None
+        os.rename(work, failed)
+        return failed
+    return work
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise FileSystemError.of(b, OSError(err, os.strerror(err)), "cannot replace")
+
+
+def _put_in_place(work: locks.Temp, out_dir: Path, replace: bool) -> None:
+    """The finished capture takes out_dir's place. With `replace`, the old capture and the new one
+    swap in one step and the old one leaves with the temporary folder; else it is a plain rename
+    (over an empty folder at most). Either way an interrupt leaves one whole capture there."""
+    try:
+        if replace and _exchange(work.path, out_dir):
+            return  # work.path now holds the old capture: discarded with the temporary folder
+        if replace:  # no atomic exchange here: the old one is moved aside only now, the new one follows
+            with locks.temp(out_dir.parent, f".{out_dir.name}", "old", is_dir=False) as old:
+                os.unlink(old.path)
+                os.rename(out_dir, old.path)
+                os.rename(work.path, out_dir)
+            return
+        os.rename(work.path, out_dir)
+    except OSError as e:
+        if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise OutputExists(f"{out_dir} was filled by someone else while the capture ran; the new capture "
+                               "was not put there") from None
+        raise FileSystemError.of(out_dir, e, "cannot put the capture in place") from None

@@ -177,8 +177,17 @@ def run_scratch(prefix: str = "run") -> Iterator[Path]:
     (the harness's and the compilers' too, through TMPDIR); what dead runs left there goes first."""
     root = Path(tempfile.gettempdir())
     sweep(root)
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
     with temp(root, f"reprokit-{prefix}", "tmp", is_dir=True) as t:
-        yield t.path
+        os.environ["TMPDIR"] = tempfile.tempdir = str(t.path)
+        try:
+            yield t.path
+        finally:
+            if before[0] is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = before[0]
+            tempfile.tempdir = before[1]
 
 
 def _remove(path: Path) -> None:

@@ -1,4 +1,12 @@
-"""The one helper for running host subprocesses: echo, timeout, process-group kill, stderr tail."""
+"""The one helper for running host subprocesses: echo, timeout, stderr tail, and no survivors.
+
+Each command runs in a session of its own. Whatever ends it (its own exit, a timeout, Ctrl-C,
+SIGTERM), every process left in that session goes with it: the harness's case processes, the
+compilers they started, pip's and ensurepip's children. And should reprokit itself be killed
+outright (SIGKILL, the OOM killer), a lifeline does the same: a tiny watcher process holds the
+read end of a pipe only reprokit writes to, and when that pipe closes without a word it kills
+the session. (A session, not a process group: the harness puts each case in a group of its own.)
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,8 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -55,26 +65,127 @@ def run(
         text=True,
         errors="replace",
     )
+    lifeline = _Lifeline(proc.pid)
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc.pid)
+        kill_session(proc.pid)
         out, err = proc.communicate()
     except BaseException:
-        # Ctrl-C reaches only us (the child has its own session): take its whole group down too.
-        _kill_group(proc.pid)
+        # Ctrl-C reaches only us (the child has its own session): take its whole session down too.
+        kill_session(proc.pid)
         proc.wait()
         raise
+    finally:
+        kill_session(proc.pid)  # what the command left running (a case process, a daemonised helper)
+        lifeline.release()
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(err or "")
     return ProcResult(tuple(argv), proc.returncode, timed_out, out or "", tail(err or ""))
 
 
-def _kill_group(pid: int) -> None:
+# The watcher: reads one byte from stdin. b"x": reprokit finished with the session itself. EOF:
+# reprokit died, so kill every process of the session (repeatedly, as some may be forking).
+_WATCHER = r"""
+import os, signal, sys, time
+sid = int(sys.argv[1])
+def members():
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % p, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != b"Z":
+            out.append(int(p))
+    return out
+try:
+    said = os.read(0, 1)
+except OSError:
+    said = b""
+if not said:
+    for _ in range(100):
+        ps = members()
+        if not ps:
+            break
+        for p in ps:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
+"""
+
+
+class _Lifeline:
+    """The watcher process for one session (see the module docstring); Linux only, else a no-op."""
+
+    def __init__(self, sid: int):
+        self.proc = self.fd = None
+        if not os.path.isdir("/proc"):
+            return
+        r, w = os.pipe()  # both ends close-on-exec: the command never holds the write end
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-S", "-c", _WATCHER, str(sid)], stdin=r,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+            self.fd = w
+        except OSError:
+            os.close(w)
+        finally:
+            os.close(r)
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.write(self.fd, b"x")
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+        self.proc.wait()
+
+
+def _session(sid: int) -> list[int]:
+    """Live processes of session `sid` (zombies are dead already)."""
+    out = []
     try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for p in names:
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != b"Z":
+            out.append(int(p))
+    return out
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of session `sid` (its process group first, where /proc is missing)."""
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
         pass
+    for _ in range(100):
+        members = _session(sid)
+        if not members:
+            return
+        for p in members:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)

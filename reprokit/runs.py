@@ -5,15 +5,14 @@ One stack's failure (image build, harness crash, engine down) is recorded and th
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from reprokit import locks
 from reprokit.capture import capture
 from reprokit.config import Stack
-from reprokit.errors import ReprokitError
+from reprokit.errors import FileSystemError, ReprokitError
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, RunOptions
 
@@ -41,9 +40,11 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
     from reprokit.bundle.writer import write_bundle
 
     outcomes = []
-    Path(bundle.out_dir).mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="reprokit-run-"))
     try:
+        Path(bundle.out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(bundle.out_dir, e, "cannot create the bundle folder") from None
+    with locks.run_scratch("run") as scratch:
         for stack in stacks:
             if progress:
                 progress(stack.name, "capturing")
@@ -57,8 +58,6 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
                 outcomes.append(StackOutcome(stack.name, None, None, str(e)))
             if progress:
                 progress(stack.name, "done" if outcomes[-1].ok else "failed")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return outcomes
 
 

@@ -14,9 +14,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from reprokit import proc
+from reprokit import locks, proc
 from reprokit.config import Stack
-from reprokit.errors import ExecutorError
+from reprokit.errors import ExecutorError, FileSystemError
 from reprokit.executors import Executor, RunResult
 from reprokit.executors.local import run_python_harness
 from reprokit.options import HostEnv, Report, quiet
@@ -52,19 +52,26 @@ class VenvExecutor(Executor):
     def prepare(self, stack: Stack) -> dict:
         target = self.venv_dir(stack)
         facts = {"venv": str(target), "python": str(target / "bin" / "python"), **self.spec(stack)}
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise FileSystemError.of(target.parent, e, "cannot create the venv cache") from None
+        locks.sweep(target.parent)  # half-built venvs of builders that were killed
         if (target / MARKER).is_file():
             return {**facts, "reused": True}
-        target.parent.mkdir(parents=True, exist_ok=True)
         with open(target.parent / f".{target.name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (target / MARKER).is_file():  # built by someone else while we waited
                 return {**facts, "reused": True}
-            self._build(stack, target)
+            for old in target.parent.glob(f"{target.name}.tmp-*"):
+                shutil.rmtree(old, ignore_errors=True)  # an older reprokit's, killed: we hold its lock
+            with locks.temp(target.parent, target.name, "partial", is_dir=True) as tmp:
+                tmp.path.rmdir()  # the name stays ours (locked); venv makes the folder itself
+                self._build(stack, tmp, target)
         return {**facts, "reused": False}
 
-    def _build(self, stack: Stack, target: Path) -> None:
-        tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
+    def _build(self, stack: Stack, temp: locks.Temp, target: Path) -> None:
+        tmp = temp.path
         spec = self.spec(stack)
         self.report(f"venv: building {stack.name} ({', '.join(spec['requirements'])}) in {target}")
         uv = shutil.which("uv")
@@ -77,17 +84,17 @@ class VenvExecutor(Executor):
                      [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec["requirements"]]]
         if spec["torch_index"]:
             steps[-1] += ["--extra-index-url", spec["torch_index"]]
+        for argv in steps:
+            r = proc.run(argv, timeout=3600)
+            if not r.ok:
+                last = r.stderr_tail.strip().splitlines()[-1:] or ["no output"]
+                raise ExecutorError(f"venv: building {stack.name} failed at `{' '.join(argv[:4])} ...`: {last[0]}")
         try:
-            for argv in steps:
-                r = proc.run(argv, timeout=3600)
-                if not r.ok:
-                    last = r.stderr_tail.strip().splitlines()[-1:] or ["no output"]
-                    raise ExecutorError(f"venv: building {stack.name} failed at `{' '.join(argv[:4])} ...`: {last[0]}")
             (tmp / MARKER).write_text(json.dumps({"stack": stack.pins(), **spec}, indent=1, sort_keys=True))
-            # venv scripts hard-code their folder; python -m use below never goes through them.
-            os.replace(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as e:
+            raise FileSystemError.of(tmp, e, "cannot write") from None
+        # venv scripts hard-code their folder; python -m use below never goes through them.
+        temp.finish(target)
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool) -> RunResult:

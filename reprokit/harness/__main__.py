@@ -5,13 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
 from reprokit.harness import FORMAT
 
 
+def _stop(signum, frame):
+    # SIGTERM/SIGHUP (docker stop, a closed terminal) unwind like Ctrl-C: the runner's clean-up
+    # then kills the case processes and removes their scratch folders.
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _stop)
     ap = argparse.ArgumentParser(prog="python -m reprokit.harness", description=__doc__)
     ap.add_argument("--plan", required=True, help="plan.json written by the host")
     ap.add_argument("--kernels", required=True, help="folder holding the kernel sources the plan names")
@@ -60,10 +69,14 @@ def _fork_snapshot(out: str, gpu: bool) -> int:
     """Take the environment snapshot in a child, beside the cases, so it costs no wall time."""
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            from reprokit.harness.runner import die_with_parent
+
+            die_with_parent(parent)
             os.nice(10)  # it only has to finish before the last case: let the compiles go first
             fd = os.open(os.path.join(out, "logs", "envsnap.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 2)

@@ -87,10 +87,12 @@ def _spawn(job: Job, plan: dict, kernels_dir: str) -> None:
     # is. (Pipes are close-on-exec: ptxas and other grandchildren never inherit them.)
     wake_r, wake_w = os.pipe()
     go_r, go_w = os.pipe()
+    runner_pid = os.getpid()
     pid = os.fork()
     if pid == 0:  # child
         code = 70
         try:
+            die_with_parent(runner_pid)
             os.close(wake_r)
             os.close(go_w)
             os.setpgid(0, 0)
@@ -119,6 +121,19 @@ def _spawn(job: Job, plan: dict, kernels_dir: str) -> None:
     job.pid = pid
     job.wake = wake_r
     job.go = go_w
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux PR_SET_PDEATHSIG), so
+    that a killed runner leaves no case compiling on; exit at once if the parent is already gone."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: the host's session kill still applies
+    if os.getppid() != parent_pid:
+        os._exit(70)
 
 
 def _go(job: Job) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -68,3 +69,29 @@ def _cmdline(pid: str) -> str:
 def test_ok_and_exit_code():
     r = proc.run([sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"])
     assert r.returncode == 3 and r.stdout == "hi\n" and not r.ok and not r.timed_out
+
+
+def test_a_killed_reprokit_takes_its_commands_session_with_it(tmp_path):
+    """SIGKILL gives no clean-up a chance: the lifeline watcher must kill what the command started,
+    even a grandchild that moved to a process group of its own (as the harness's cases do)."""
+    pids = tmp_path / "pids"
+    grand = ("import os, subprocess, sys, time; "
+             "p = subprocess.Popen([sys.executable, '-c', 'import os, time; os.setpgid(0, 0); time.sleep(60)']); "
+             f"open({str(pids)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    host = ("import sys; from reprokit import proc; "
+            f"proc.run([sys.executable, '-c', {grand!r}])")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.Popen([sys.executable, "-c", host], env={**os.environ, "PYTHONPATH": root})
+    for _ in range(200):
+        if pids.exists() and pids.read_text():
+            break
+        time.sleep(0.05)
+    grandchild = int(pids.read_text())
+    assert _alive(grandchild)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    for _ in range(100):
+        if not _alive(grandchild):
+            break
+        time.sleep(0.05)
+    assert not _alive(grandchild)
