@@ -47,11 +47,13 @@ class Excerpt:
         more = f", {self.shown} of {self.anchors} shown" if self.shown < self.anchors else ""
         out = [f"{self.path}: {what}{more}"]
         width = len(str(max((n for w in self.windows for n, _ in w), default=1)))
+        # The indentation every shown line shares (SASS listings carry a deep one) is dropped.
+        indent = min((len(line) - len(line.lstrip()) for w in self.windows for _, line in w if line.strip()), default=0)
         for i, window in enumerate(self.windows):
             if i:
                 out.append(" " * width + " ...")
             for n, line in window:
-                out.append(f"{n:>{width}}{'>' if n in self.marks else ' '} {line}")
+                out.append(f"{n:>{width}}{'>' if n in self.marks else ' '} {line[indent:]}".rstrip())
         return "\n".join(out)
 
 

@@ -227,9 +227,37 @@ def render(r: Report, *, limit: int = BODY_LIMIT) -> str:
             return text   # only the grid and summaries are left; nothing more to take out
 
 
+def title(r: Report) -> str:
+    """A suggested issue title: the most telling finding, with the Triton releases it was seen on."""
+    tritons = ", ".join(dict.fromkeys(f.triton for f in r.facts))
+    if not r.findings:
+        return f"[{r.profile_key}] Triton {tritons}: every expectation met, nothing moved"
+    fnd = r.findings[0]
+    kind = fnd.kinds[0]
+    cells = [(f, c) for f, c in zip(r.facts, fnd.row.cells) if c.present]
+    if kind == "crash":
+        hit = [(f, c) for f, c in cells if c.status in ("crash", "timeout")]
+        rec = r.record(r.facts.index(hit[0][0]), fnd.case) or {}
+        what = f"compiler {'hangs' if hit[0][1].status == 'timeout' else 'crashes'}" + (
+            f" ({rec['signal']})" if rec.get("signal") else "") + f" on {fnd.case}"
+    elif kind == "not met":
+        hit = [(f, c) for f, c in cells if c.met is False]
+        what = f"{fnd.case} gives {hit[0][1].verdict}, expected {hit[0][1].expect}"
+    elif kind == "rejected":
+        hit = [(f, c) for f, c in cells if c.verdict == "rejected"]
+        what = f"{fnd.case} rejected" + (f" in {hit[0][1].failing_pass}" if hit[0][1].failing_pass else "")
+    else:
+        hit = cells
+        what = f"{fnd.case}: " + " -> ".join(c.verdict or "?" for _, c in cells)
+    seen = ", ".join(dict.fromkeys(f.triton for f, _ in hit))
+    more = f" (+{len(r.findings) - 1} more)" if len(r.findings) > 1 else ""
+    return f"[{r.profile_key}] Triton {seen}: {what}{more}"
+
+
 def _assemble(r: Report, detail: list[str]) -> str:
     lines = ["<!-- Made by `reprokit report` from the bundles listed under Environment details. "
-             "Paste as the body of a bug report: https://github.com/triton-lang/triton/issues/new/choose -->",
+             "Paste as the body of a bug report: https://github.com/triton-lang/triton/issues/new/choose",
+             f"     Suggested title: {title(r).replace('--', '- -')} -->",
              "", "### Describe the bug", ""]
     lines += _summary(r)
     lines += ["#### Verdicts", ""] + grid_lines(r)

@@ -47,6 +47,8 @@ def _section(md: str, case: str) -> str:
 
 
 def test_markdown_follows_the_bug_template_with_the_environment_that_ran(md):
+    assert "Suggested title: [h100, sm_90] Triton 3.0.0: compiler crashes (SIGABRT) on " \
+           "experimental_descriptor.p1 (+3 more) -->" in md.splitlines()[1]
     assert md.index("### Describe the bug") < md.index("### Environment details")
     env = md[md.index("### Environment details"):]
     assert "Triton: 3.0.0, 3.6.0\n" in env and "GPU: NVIDIA H100 80GB HBM3; profile h100, sm_90" in env
