@@ -124,10 +124,15 @@ class Config:
             raise UsageError(f"unknown stack {name!r}; known: {', '.join(sorted(self.stacks))}") from None
 
     def select_stacks(self, names: str | None) -> list[Stack]:
-        """`None`/'' or 'all' -> every stack; else a comma-separated list."""
-        if not names or names == "all":
+        """`None` or 'all' -> every stack; else a comma-separated list naming at least one stack."""
+        if names is None or names.strip() == "all":
             return list(self.stacks.values())
-        return [self.stack(n.strip()) for n in names.split(",") if n.strip()]
+        picked = [n.strip() for n in names.split(",")]
+        if not any(picked):
+            raise UsageError(f"--stacks {names!r} names no stack; give stack names from stacks.toml, or 'all'")
+        if not all(picked):
+            raise UsageError(f"--stacks {names!r} has an empty name between commas")
+        return [self.stack(n) for n in picked]
 
 
 def load_toml(path: Path) -> dict:

@@ -130,6 +130,9 @@ class RunOptions:
     def __post_init__(self):
         if self.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {self.workers}")
+        for name, value in (("case timeout", self.case_timeout_s), ("run timeout", self.run_timeout_s)):
+            if value is not None and not value > 0:
+                raise UsageError(f"the {name} must be more than 0 seconds, got {value!r}")
 
     @property
     def profile(self) -> GpuProfile:

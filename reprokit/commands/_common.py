@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -21,7 +22,21 @@ def add_run_args(p, *, default_executor: str = "auto") -> None:
     p.add_argument("--mode", choices=("auto", "compile-only", "gpu"), default="auto",
                    help="auto: on the GPU when the host has the profile's GPU, else compile-only")
     p.add_argument("--cases", default=None, metavar="GLOBS", help="only cases whose id matches, e.g. 'block_ptr.*'")
-    p.add_argument("--case-timeout", type=float, default=None, metavar="S", help="seconds per case (default from the suite)")
+    p.add_argument("--case-timeout", type=positive_seconds, default=None, metavar="S",
+                   help="seconds per case, more than 0 (default from the suite)")
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (0 or less would make every case a timeout)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
 
 
 def console() -> Console:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
 
+from reprokit.bundle.reader import check
 from reprokit.bundle.writer import write_bundle
-from reprokit.errors import CaptureInvalid, UsageError
+from reprokit.errors import BundleUnusable, CaptureInvalid, UsageError
 from reprokit.options import BundleOptions, Origin
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -44,11 +44,13 @@ def parent_sha256(value: str | None) -> str | None:
     path = Path(value)
     if not path.is_file():
         raise UsageError(f"--parent {value!r} is neither a sha256 nor a bundle file")
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    try:
+        report = check(path)
+    except BundleUnusable as e:
+        raise UsageError(f"--parent {value}: not a bundle: {e}") from None
+    if report.problems:
+        raise UsageError(f"--parent {value}: not a valid bundle: {report.problems[0]}")
+    return report.sha256
 
 
 def run(args) -> int:

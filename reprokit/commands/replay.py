@@ -47,7 +47,7 @@ def run(args) -> int:
     bundle = open_bundle(args.bundle, keep=lambda rel: rel.startswith("kernels/"))
     plan = bundle.plan
     profile = GpuProfile.from_dict(plan["profile"], where="the bundle's plan: GPU profile")
-    if args.stacks:
+    if args.stacks is not None:
         stacks = load_config().select_stacks(args.stacks)
     elif args.executor == "local":
         stacks = [local_stack()]
