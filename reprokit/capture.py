@@ -91,6 +91,11 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
         plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
     else:
         plan = dict(options.plan)
+    # On a GPU, the plan says which GPU was checked, what differed and was allowed, and the
+    # clocks asked for (the harness locks them); a replayed plan gets this host's record.
+    plan.pop("gpu", None)
+    if options.gpu.record():
+        plan["gpu"] = options.gpu.record()
     try:
         (work / "logs").mkdir()
         (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")

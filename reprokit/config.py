@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -41,13 +41,19 @@ class GpuProfile:
     smem_per_block: int
     mem_bandwidth_gbs: float
     fp16_tflops: float
+    # What NVML must report for a GPU to be this profile (reprokit.gpu.mismatches): its name is
+    # `name` or one of `nvml_names`, and its memory `memory_gib` within a few percent. Optional,
+    # so that a plan recorded before they existed still loads.
+    memory_gib: float | None = None
+    nvml_names: tuple = ()
 
     @property
     def arch(self) -> str:
         return f"sm_{self.capability}"
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "arch": self.arch}
+        d = {**asdict(self), "arch": self.arch, "nvml_names": list(self.nvml_names)}
+        return {k: v for k, v in d.items() if v not in (None, [])}
 
     @classmethod
     def from_dict(cls, d: dict, key: str | None = None, where: str = "GPU profile") -> GpuProfile:
@@ -57,7 +63,10 @@ class GpuProfile:
         missing = sorted(k for k in gpu_keys() | {"key"} if k not in d)
         if missing:
             raise ConfigError(f"{where} {d.get('key')!r} lacks {', '.join(missing)}")
-        return cls(**{f.name: d[f.name] for f in fields(cls)})
+        kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        if "nvml_names" in kw:
+            kw["nvml_names"] = tuple(kw["nvml_names"])
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,7 @@ def stack_fields() -> frozenset:
 
 def gpu_keys() -> frozenset:
     """The keys a GPU profile's table in stacks.toml must have (its key is the table's name)."""
-    return frozenset(f.name for f in fields(GpuProfile)) - {"key"}
+    return frozenset(f.name for f in fields(GpuProfile) if f.default is MISSING) - {"key"}
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,18 @@
-"""What GPU this host has (through NVML), and which mode a run takes for a profile."""
+"""What GPU this host has (through NVML), whether it is the profile's GPU, and so which mode a
+run takes: compile-only without a GPU, on the GPU when it matches the profile by capability,
+name and memory, and a stop otherwise (a bundle named h200 must not hold an H100's numbers)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from reprokit.config import GpuProfile
-from reprokit.errors import GpuMismatchError
+from reprokit.errors import GpuMismatchError, UsageError
+from reprokit.options import GpuOptions
+
+# NVML's total memory is what the board has less what the driver keeps: an H100 "80GB" reports
+# 79.6 GiB, an H200 "141GB" about 140.4. Boards of one name but another memory size differ more.
+MEMORY_TOLERANCE = 0.04
 
 
 @dataclass(frozen=True)
@@ -13,6 +20,17 @@ class HostGpu:
     index: int
     name: str
     capability: int
+    memory_total: int | None = None  # bytes, as NVML reports it; None where it cannot tell
+    uuid: str | None = None  # to resolve CUDA_VISIBLE_DEVICES=GPU-...; not recorded
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("uuid")
+        return d
+
+    def describe(self) -> str:
+        mem = f", {self.memory_total / 2**30:.1f} GiB" if self.memory_total else ""
+        return f"{self.name} (sm_{self.capability}{mem})"
 
 
 def detect() -> tuple[list[HostGpu], str | None]:
@@ -31,30 +49,95 @@ def detect() -> tuple[list[HostGpu], str | None]:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(h)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-            gpus.append(HostGpu(i, name.decode() if isinstance(name, bytes) else name, major * 10 + minor))
+            try:
+                memory = int(pynvml.nvmlDeviceGetMemoryInfo(h).total)
+            except pynvml.NVMLError:  # unified memory (GB10) has no separate total
+                memory = None
+            uuid = pynvml.nvmlDeviceGetUUID(h)
+            gpus.append(HostGpu(i, name.decode() if isinstance(name, bytes) else name, major * 10 + minor, memory,
+                                uuid.decode() if isinstance(uuid, bytes) else uuid))
         return gpus, None if gpus else "NVML sees no device"
     finally:
         pynvml.nvmlShutdown()
 
 
-def choose_mode(profile: GpuProfile, requested: str = "auto", gpus: list[HostGpu] | None = None,
-                why_none: str | None = None, say=None) -> str:
-    """`compile-only` without a GPU (said once); `gpu` on a GPU of the profile's capability;
-    an error on a GPU of another one, since its results would be mislabelled."""
+def _norm(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+def mismatches(profile: GpuProfile, gpu: HostGpu) -> list[str]:
+    """How `gpu` differs from the profile: capability, name, memory (empty when it is the profile's)."""
+    out = []
+    if gpu.capability != profile.capability:
+        out.append(f"capability sm_{gpu.capability}, not {profile.arch}")
+    if _norm(gpu.name) not in {_norm(n) for n in (profile.name, *profile.nvml_names)}:
+        out.append(f"name {gpu.name!r}, not {profile.name!r}")
+    if profile.memory_gib and gpu.memory_total:
+        gib = gpu.memory_total / 2**30
+        if abs(gib - profile.memory_gib) > MEMORY_TOLERANCE * profile.memory_gib:
+            out.append(f"{gib:.1f} GiB of memory, not {profile.memory_gib:g}")
+    return out
+
+
+def visible(gpus: list[HostGpu], cuda_visible_devices: str | None) -> list[HostGpu]:
+    """The GPUs a CUDA program sees, in its order, under CUDA_VISIBLE_DEVICES (indices or
+    GPU-/MIG- UUID prefixes; NVML itself always sees every GPU). The run uses the first."""
+    if cuda_visible_devices is None:
+        return gpus
+    out = []
+    for item in (x.strip() for x in cuda_visible_devices.split(",")):
+        if item.isdigit():
+            match = [g for g in gpus if g.index == int(item)]
+        else:  # a UUID, or a unique prefix of one
+            match = [g for g in gpus if g.uuid and g.uuid.startswith(item)]
+            match = match if len(match) == 1 else []
+        if not match:
+            break  # CUDA stops at the first entry it cannot resolve
+        out.extend(m for m in match if m not in out)
+    return out
+
+
+def gpu_options(profile: GpuProfile, requested: str = "auto", *, allow_mismatch: bool = False,
+                lock_clocks: str | None = None, gpus: list[HostGpu] | None = None, why_none: str | None = None,
+                cuda_visible_devices: str | None = None, say=None) -> GpuOptions:
+    """GpuOptions for a run: `compile-only` without a GPU (said once) or when asked; `gpu` on
+    the profile's GPU; GpuMismatchError on another GPU, unless allow_mismatch (and the same
+    capability: code built for another architecture cannot run there), which is recorded."""
     if requested == "compile-only":
-        return requested
+        return GpuOptions(profile, "compile-only", lock_clocks=lock_clocks)
     if gpus is None:
         gpus, why_none = detect()
+        gpus = visible(gpus, cuda_visible_devices)
+        why_none = why_none or ("CUDA_VISIBLE_DEVICES hides every GPU" if not gpus else None)
     if not gpus:
         if requested == "gpu":
             raise GpuMismatchError(f"--mode gpu asked for, but this host has no GPU: {why_none}")
         if say:
             say(f"No GPU on this host ({why_none}): compiling ahead of time for {profile.key} ({profile.arch}), "
                 "compile-only.")
-        return "compile-only"
-    match = [g for g in gpus if g.capability == profile.capability]
-    if not match:
-        have = ", ".join(f"{g.name} (sm_{g.capability})" for g in gpus)
-        raise GpuMismatchError(f"this host has {have}, not a {profile.key} ({profile.arch}); "
-                               f"pick the matching --gpu profile or run with --mode compile-only")
-    return "gpu"
+        return GpuOptions(profile, "compile-only", lock_clocks=lock_clocks)
+    gpu = gpus[0]
+    problems = mismatches(profile, gpu)
+    if problems:
+        want = f"{profile.key} ({profile.name}, {profile.arch})"
+        if not allow_mismatch or gpu.capability != profile.capability:
+            hint = ("pick the matching --gpu profile, run with --mode compile-only, or pass --allow-gpu-mismatch"
+                    if gpu.capability == profile.capability else
+                    "pick the matching --gpu profile or run with --mode compile-only")
+            raise GpuMismatchError(f"this host's GPU {gpu.index} is a {gpu.describe()}, not a {want}: "
+                                   f"{'; '.join(problems)}; {hint}")
+        if say:
+            say(f"warning: GPU {gpu.index} is a {gpu.describe()}, not a {want} ({'; '.join(problems)}); "
+                "running anyway (--allow-gpu-mismatch), and the bundle says so")
+    return GpuOptions(profile, "gpu", host=gpu.to_dict(), mismatch=tuple(problems),
+                      allow_mismatch=allow_mismatch, lock_clocks=lock_clocks)
+
+
+def lock_clocks_value(text: str | None) -> str | None:
+    """--lock-clocks: 'max' or a whole number of MHz."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value == "max" or (value.isdigit() and int(value) > 0):
+        return value
+    raise UsageError(f"--lock-clocks {text!r} is not 'max' or a number of MHz")

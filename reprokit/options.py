@@ -96,18 +96,37 @@ class HostEnv:
 @dataclass(frozen=True)
 class GpuOptions:
     """The GPU profile a run targets, and its mode: `compile-only` (ahead of time, no GPU
-    needed) or `gpu` (on a GPU of the profile's capability)."""
+    needed) or `gpu` (on the profile's GPU; reprokit.gpu.gpu_options checks it).
+
+    host: the GPU the run uses, as NVML named it (index, name, capability, memory_total);
+    mismatch: how it differs from the profile, accepted with allow_mismatch
+    (--allow-gpu-mismatch); lock_clocks: "max" or MHz, only when the user asked (--lock-clocks).
+    On a GPU, plan.json records all of it under `gpu` (record()).
+    """
 
     profile: GpuProfile
     mode: str = "compile-only"
+    host: Mapping | None = None
+    mismatch: tuple = ()
+    allow_mismatch: bool = False
+    lock_clocks: str | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise UsageError(f"mode {self.mode!r} is not {' or '.join(MODES)}")
+        if self.lock_clocks is not None and self.mode != "gpu":
+            raise UsageError("--lock-clocks needs a run on the GPU (this one is compile-only)")
 
     @property
     def on_gpu(self) -> bool:
         return self.mode == "gpu"
+
+    def record(self) -> dict | None:
+        """plan.json's `gpu`: the GPU checked, what differs and was allowed, clocks asked for."""
+        if not self.on_gpu:
+            return None
+        return {"host": dict(self.host) if self.host else None, "mismatch": list(self.mismatch),
+                "allow_mismatch": self.allow_mismatch, "lock_clocks": self.lock_clocks}
 
 
 @dataclass(frozen=True)

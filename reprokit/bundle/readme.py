@@ -60,7 +60,8 @@ def environment_lines(env: dict) -> list[str]:
     gpu = env.get("gpu")
     if gpu and gpu.get("available"):
         names = ", ".join(sorted({str(d.get("name")) for d in gpu.get("devices", [])})) or "none"
-        out.append(f"- GPU: {names}; driver {gpu.get('driver', '?')}")
+        cuda = f", CUDA {gpu['cuda_driver_version']}" if gpu.get("cuda_driver_version") else ""
+        out.append(f"- GPU: {names}; driver {gpu.get('driver', '?')}{cuda}")
     elif gpu:
         out.append(f"- GPU: not readable ({gpu.get('reason', 'unknown reason')})")
     else:

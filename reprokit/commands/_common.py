@@ -24,6 +24,7 @@ def add_run_args(p, *, default_executor: str = "auto") -> None:
     p.add_argument("--cases", default=None, metavar="GLOBS", help="only cases whose id matches, e.g. 'block_ptr.*'")
     p.add_argument("--case-timeout", type=positive_seconds, default=None, metavar="S",
                    help="seconds per case, more than 0 (default from the suite)")
+    add_gpu_args(p)
 
 
 def positive_seconds(text: str) -> float:
@@ -37,6 +38,25 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
     return value
+
+
+def add_gpu_args(p) -> None:
+    p.add_argument("--allow-gpu-mismatch", action="store_true",
+                   help="run on a GPU whose name or memory is not the profile's (same capability); "
+                        "the bundle records what differed")
+    p.add_argument("--lock-clocks", default=None, metavar="MHZ|max",
+                   help="lock the GPU's SM clock for the run and reset it after (needs root; recorded). "
+                        "Without it reprokit never changes a GPU setting")
+
+
+def gpu_from_args(args, profile, requested: str):
+    """The run's GpuOptions: the host's GPU checked against the profile (see reprokit.gpu)."""
+    from reprokit.gpu import gpu_options, lock_clocks_value
+
+    environ = args.host.environ or {}
+    return gpu_options(profile, requested, allow_mismatch=args.allow_gpu_mismatch,
+                       lock_clocks=lock_clocks_value(args.lock_clocks),
+                       cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"), say=say)
 
 
 def console() -> Console:

@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 from reprokit.capture import capture, check_out_dir
-from reprokit.commands._common import add_run_args, console, flat_case, say, verdict_table
+from reprokit.commands._common import add_run_args, console, flat_case, gpu_from_args, say, verdict_table
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.gpu import choose_mode
-from reprokit.options import GpuOptions, RunOptions
+from reprokit.options import RunOptions
 
 
 def add_parser(sub) -> None:
@@ -33,7 +32,7 @@ def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
     check_out_dir(args.out, args.force)
-    gpu = GpuOptions(profile, choose_mode(profile, args.mode, say=say))
+    gpu = gpu_from_args(args, profile, args.mode)
     options = RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout,
                          force=args.force)
     if args.executor == "local":

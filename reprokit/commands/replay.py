@@ -8,12 +8,11 @@ import tempfile
 from pathlib import Path
 
 from reprokit.bundle.reader import open_bundle
-from reprokit.commands._common import EXECUTORS, print_grid, say
+from reprokit.commands._common import EXECUTORS, add_gpu_args, gpu_from_args, print_grid, say
 from reprokit.config import GpuProfile, Stack, load_config, stack_fields
 from reprokit.errors import ExecutorError, UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.gpu import choose_mode
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.options import BundleOptions, RunOptions
 from reprokit.runs import run_stacks
 
 
@@ -32,6 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=Path, default=Path("bundles"))
     p.add_argument("--share", action="store_true")
     p.add_argument("--json", action="store_true")
+    add_gpu_args(p)
     p.set_defaults(func=run)
 
 
@@ -53,8 +53,7 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = [_bundle_stack(bundle.manifest)]
-    gpu = GpuOptions(profile, choose_mode(profile, "compile-only" if plan.get("mode") == "compile-only" else "auto",
-                                          say=say))
+    gpu = gpu_from_args(args, profile, "compile-only" if plan.get("mode") == "compile-only" else "auto")
     mode = gpu.mode
     with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
             tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:

@@ -8,12 +8,11 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reprokit.commands._common import add_run_args, console, print_grid, say
+from reprokit.commands._common import add_run_args, console, gpu_from_args, print_grid, say
 from reprokit.config import load_config
 from reprokit.errors import ExecutorError, UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.gpu import choose_mode
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.options import BundleOptions, RunOptions
 from reprokit.runs import run_stacks
 
 def add_parser(sub) -> None:
@@ -41,7 +40,7 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = cfg.select_stacks(args.stacks)
-    gpu = GpuOptions(profile, choose_mode(profile, args.mode, say=say))
+    gpu = gpu_from_args(args, profile, args.mode)
     options = RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout)
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -44,13 +45,20 @@ def main(argv=None) -> int:
 
     log(f"harness: {len(plan['cases'])} cases for {plan['profile']['key']} ({plan['profile']['arch']}), "
         f"{args.workers} worker(s), mode {plan.get('mode', 'compile-only')}")
-    pid = _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
-    # Kernels load by a path relative to their parent folder, so the source locations Triton
-    # writes into every IR level read `kernels/<file>` on any host, container or venv.
-    out, kernels = os.path.abspath(args.out), os.path.abspath(args.kernels)
-    os.chdir(os.path.dirname(kernels))
-    results = runner.run_plan(plan, os.path.basename(kernels), out, workers=args.workers, log=log)
-    _, status = os.waitpid(pid, 0)
+    from reprokit.harness import nvml
+
+    try:
+        with _clocks(plan, log):  # a no-op unless the user asked for --lock-clocks
+            pid = _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
+            # Kernels load by a path relative to their parent folder, so the source locations Triton
+            # writes into every IR level read `kernels/<file>` on any host, container or venv.
+            out, kernels = os.path.abspath(args.out), os.path.abspath(args.kernels)
+            os.chdir(os.path.dirname(kernels))
+            results = runner.run_plan(plan, os.path.basename(kernels), out, workers=args.workers, log=log)
+            _, status = os.waitpid(pid, 0)
+    except nvml.NvmlError as e:  # only the lock raises it, before anything ran
+        log(f"harness: {e}")
+        return 4
     if not os.path.exists(os.path.join(out, "env.json")):
         log(f"harness: environment snapshot failed (status {status}); see logs/envsnap.log")
         return 4
@@ -63,6 +71,23 @@ def main(argv=None) -> int:
         results["wall_s"], ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
         f"; SASS of {cached} of {len(sass)} cubins from the cache" if cached else ""))
     return 0
+
+
+@contextlib.contextmanager
+def _clocks(plan: dict, log):
+    """--lock-clocks: the SM clock locked for the whole run and reset after, only when the user
+    asked (plan.json's gpu.lock_clocks); NvmlError when NVML refuses, which stops the run."""
+    gpu = plan.get("gpu") or {}
+    if plan.get("mode") != "gpu" or not gpu.get("lock_clocks"):
+        yield None
+        return
+    from reprokit.harness import nvml
+
+    index = (gpu.get("host") or {}).get("index", 0)
+    with nvml.lock_clocks(index, gpu["lock_clocks"]) as rec:
+        log(f"harness: GPU {index}'s SM clock locked at {rec['locked_mhz']} MHz (--lock-clocks {gpu['lock_clocks']})")
+        yield rec
+    log(f"harness: GPU {index}'s clocks reset" if rec["reset"] else f"harness: could not reset GPU {index}'s clocks")
 
 
 def _fork_snapshot(out: str, gpu: bool) -> int:

@@ -421,20 +421,26 @@ class Sampler:
 def lock_clocks(index: int, mhz):
     """Lock the SM clock of GPU `index` at `mhz` (an integer, or "max" for its maximum) for the
     block, and reset it after. Only for a user who asked (--lock-clocks): it needs root or the
-    admin's permission, and NvmlError says so when NVML refuses. The dict it gives is recorded."""
+    admin's permission, and NvmlError says so when NVML refuses. The dict it gives is recorded.
+
+    NVML is open only to set and to reset: the lock is the device's state, and the harness forks
+    its cases in between, which must not inherit an open NVML session.
+    """
     with _session() as (nv, why):
         if nv is None:
             raise NvmlError(f"cannot lock clocks: {why}")
-        handle = nv.nvmlDeviceGetHandleByIndex(index)
         try:
+            handle = nv.nvmlDeviceGetHandleByIndex(index)
             target = nv.nvmlDeviceGetMaxClockInfo(handle, nv.NVML_CLOCK_SM) if mhz == "max" else int(mhz)
             nv.nvmlDeviceSetGpuLockedClocks(handle, target, target)
         except nv.NVMLError as e:
             raise NvmlError(f"cannot lock GPU {index}'s SM clock at {mhz} MHz: {e} "
                             "(locking clocks needs root or the administrator's permission)") from None
-        record = {"requested": mhz, "locked_mhz": target, "taken": _now(), "reset": False}
-        try:
-            yield record
-        finally:
-            nv.nvmlDeviceResetGpuLockedClocks(handle)
-            record["reset"] = True
+    record = {"requested": mhz, "locked_mhz": target, "taken": _now(), "reset": False}
+    try:
+        yield record
+    finally:
+        with _session() as (nv, why):
+            if nv is not None:
+                nv.nvmlDeviceResetGpuLockedClocks(nv.nvmlDeviceGetHandleByIndex(index))
+                record["reset"] = True

@@ -92,3 +92,4 @@ def test_a_bundle_replays_its_own_cuda_source(nvcc, stack_ready, tmp_path, repo_
     assert "kernels/cuda/tma_copy.cu" in b.data
     assert {c["id"]: c["verdict"] for c in b.results["cases"]} == {"cuda_tma.p0": "tma"}
     assert json.loads(r.stdout)["parent"]
+

@@ -188,8 +188,10 @@ def test_sampler_gives_a_failure_of_its_thread_back():
 def test_lock_clocks_sets_and_resets_and_needs_the_rights(gpu, monkeypatch):
     state, calls = gpu
     with nvml.lock_clocks(0, "max") as rec:
-        assert calls[-1] == ("lock", 1980, 1980) and rec["locked_mhz"] == 1980 and rec["reset"] is False
-    assert calls[-2:] == ["reset", "shutdown"] and rec["reset"] is True
+        # Locked, and NVML closed again while the run forks its cases.
+        assert calls[-3:] == ["init", ("lock", 1980, 1980), "shutdown"]
+        assert rec["locked_mhz"] == 1980 and rec["reset"] is False
+    assert calls[-3:] == ["init", "reset", "shutdown"] and rec["reset"] is True
     monkeypatch.setattr(nvml, "_pynvml", lambda: fake_pynvml(state, permission=False))
     with pytest.raises(nvml.NvmlError, match="Insufficient Permissions.*root"):
         with nvml.lock_clocks(0, 1500):

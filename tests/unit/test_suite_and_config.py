@@ -6,8 +6,7 @@ import pytest
 
 from reprokit import suite as suite_mod
 from reprokit.config import load_config
-from reprokit.errors import ConfigError, GpuMismatchError, UsageError
-from reprokit.gpu import HostGpu, choose_mode
+from reprokit.errors import ConfigError, UsageError
 
 
 @pytest.fixture(scope="module")
@@ -85,22 +84,6 @@ def test_malformed_suite_is_refused(mutate, message):
         suite_mod.expand_cases(s)
 
 
-def test_mode_without_gpu_is_compile_only_and_said_once(cfg):
-    said = []
-    assert choose_mode(cfg.gpu("h100"), "auto", gpus=[], why_none="NVML is not available", say=said.append) == "compile-only"
-    assert len(said) == 1 and "compile-only" in said[0] and "sm_90" in said[0]
-
-
-def test_mode_on_matching_and_other_gpus(cfg):
-    h100 = [HostGpu(0, "NVIDIA H100 80GB HBM3", 90)]
-    assert choose_mode(cfg.gpu("h200"), "auto", gpus=h100) == "gpu"  # same sm_90 target
-    with pytest.raises(GpuMismatchError, match="not a b200"):
-        choose_mode(cfg.gpu("b200"), "auto", gpus=h100)
-    with pytest.raises(GpuMismatchError, match="no GPU"):
-        choose_mode(cfg.gpu("h100"), "gpu", gpus=[], why_none="x")
-    assert choose_mode(cfg.gpu("b200"), "compile-only", gpus=h100) == "compile-only"
-
-
 def test_stack_and_profile_round_trip_through_their_json_forms():
     """One home for a stack's fields and a profile's keys: what a plan or manifest records is read
     back by the same classes that wrote it."""
@@ -113,6 +96,9 @@ def test_stack_and_profile_round_trip_through_their_json_forms():
     assert odd.extra == {"image_digest": "sha256:" + "0" * 64} and odd.pins()["image_digest"]
     for profile in cfg.gpus.values():
         assert GpuProfile.from_dict(profile.to_dict()) == profile
+    # A plan recorded before profiles had memory_gib and nvml_names still loads.
+    old = {k: v for k, v in cfg.gpu("h100").to_dict().items() if k not in ("memory_gib", "nvml_names")}
+    assert GpuProfile.from_dict(old).memory_gib is None
     assert "triton" in stack_fields() and "extra" not in stack_fields() and "name" not in stack_fields()
     assert gpu_keys() == {"name", "capability", "sm_count", "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops"}
     with pytest.raises(ConfigError, match="lacks fp16_tflops"):
