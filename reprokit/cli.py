@@ -14,7 +14,8 @@ from reprokit import __version__
 from reprokit.errors import Interrupted, ReprokitError, UsageError
 from reprokit.options import HostEnv
 
-VERBS = ("capture", "run", "replay", "bundle", "verify", "sign", "show", "prepare", "stacks", "report")
+VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
+         "report")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,77 +1,89 @@
 """`reprokit replay BUNDLE`: rerun a bundle's own plan and kernel sources, on its own stack or on
-others, writing new bundles that name it as their parent."""
+others, write new bundles that name it as their parent, and judge them against what it recorded."""
 
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
-from reprokit.bundle.reader import open_bundle
-from reprokit.commands._common import EXECUTORS, add_gpu_args, gpu_from_args, print_grid, say
-from reprokit.config import GpuProfile, Stack, load_config, stack_fields
-from reprokit.errors import ExecutorError, UsageError
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from reprokit.commands._common import EXECUTORS, add_gpu_args, console, gpu_from_args, say
+from reprokit.compare.render import change_lines, grid_table
+from reprokit.compare.replay import bundle_profile, bundle_stack, replay
+from reprokit.config import load_config
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import BundleOptions, RunOptions
-from reprokit.runs import run_stacks
+from reprokit.options import BundleOptions
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "replay", help="rerun a bundle's own plan and kernels on its stack or on others",
+        "replay", help="rerun a bundle's own plan and kernels on its stack or on others, and judge the result",
         description="Verify BUNDLE, then run the plan.json and kernels/ it carries (never today's suite) on the "
                     "bundle's own stack pins, or on --stacks from stacks.toml to compare versions. Each run "
-                    "writes a new bundle whose manifest names BUNDLE's sha256 as its parent.",
-        epilog="example: reprokit replay bundles/triton-3.0-cu129-h100-X.tgz --stacks triton-3.5-cu130 --executor venv",
+                    "writes a new bundle whose manifest names BUNDLE's sha256 as its parent. One grid follows: "
+                    "the bundle's recorded results first, one column per replay, each cell that moved marked "
+                    "(status, verdict, TMA ops per level, shared memory, registers, spills, normalised IR). "
+                    "Exit 0: reproduced, or nothing moved; 1: something moved; 2: unusable input; "
+                    "3: a stack could not run.",
+        epilog="example: reprokit replay bundles/triton-3.0-cu129-h100-X.tgz --stacks triton-3.6-cu130,triton-3.9-cu132 "
+               "--executor venv --cases 'experimental_descriptor.*'",
     )
     p.add_argument("bundle", type=Path)
     p.add_argument("--stacks", default=None, help="stacks from stacks.toml to replay on (default: the bundle's own)")
+    p.add_argument("--cases", default=None, metavar="GLOBS", help="replay only these of the bundle's cases")
     p.add_argument("--executor", choices=EXECUTORS, default="auto")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("bundles"))
     p.add_argument("--share", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help="list every case, not only those that moved")
+    p.add_argument("--json", action="store_true", help="print the grid as JSON")
     add_gpu_args(p)
     p.set_defaults(func=run)
 
 
-def _bundle_stack(manifest: dict) -> Stack:
-    pins = manifest.get("stack") or {}
-    if "name" not in pins or "triton" not in pins:
-        raise UsageError("the bundle's manifest names no stack with a triton pin; pass --stacks")
-    # Only the pins a stack knows: facts the manifest adds (image_digest) are not pins to rebuild from.
-    return Stack.from_pins({k: v for k, v in pins.items() if k in stack_fields() | {"name"}})
-
-
 def run(args) -> int:
-    bundle = open_bundle(args.bundle, keep=lambda rel: rel.startswith("kernels/"))
-    plan = bundle.plan
-    profile = GpuProfile.from_dict(plan["profile"], where="the bundle's plan: GPU profile")
+    from reprokit.bundle.reader import open_bundle
+
+    bundle = open_bundle(args.bundle)   # verified before any stack is built
+    profile = bundle_profile(bundle.plan)
     if args.stacks is not None:
         stacks = load_config().select_stacks(args.stacks)
     elif args.executor == "local":
         stacks = [local_stack()]
     else:
-        stacks = [_bundle_stack(bundle.manifest)]
-    gpu = gpu_from_args(args, profile, "compile-only" if plan.get("mode") == "compile-only" else "auto")
-    mode = gpu.mode
-    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
-            tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
-        kernels = Path(tmp) / "kernels"
-        kernels.mkdir()
-        for rel in bundle.data:
-            # kernels/cuda/ holds the CUDA C++ sources; the reader has refused any other kind of path.
-            parts = rel.split("/")[1:]
-            if rel.startswith("kernels/") and parts and not any(p in ("", ".", "..") for p in parts):
-                (kernels / "/".join(parts)).parent.mkdir(parents=True, exist_ok=True)
-                (kernels / "/".join(parts)).write_bytes(bundle.read(rel))
-        options = RunOptions(gpu, workers=args.workers, plan={**plan, "mode": mode}, kernels=kernels)
-        outcomes = run_stacks(stacks, executor, options,
-                              BundleOptions.from_host(args.host, args.out, share=args.share, parent=bundle.sha256))
+        stacks = None
+    gpu = gpu_from_args(args, profile, "compile-only" if bundle.plan.get("mode") == "compile-only" else "auto")
+    names = [s.name for s in stacks] if stacks else [bundle_stack(bundle.manifest).name]
+    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say,
+                       stacks=stacks or [bundle_stack(bundle.manifest)]) as executor, \
+            Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
+                     TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
+        tasks = {n: bar.add_task(n, total=2, state="waiting") for n in names}
+        steps = {"capturing": 0, "bundling": 1, "done": 2, "failed": 2}
+
+        def progress(name: str, state: str) -> None:
+            bar.update(tasks[name], completed=steps[state], state=state)
+
+        result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
+                        workers=args.workers, cases=args.cases, progress=progress)
+    grid = result.grid
     if args.json:
-        print(json.dumps({"parent": bundle.sha256, "stacks": [
-            {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error} for o in outcomes]},
-            indent=1))
-    else:
-        print_grid(outcomes, f"replay of {bundle.name} on {profile.key}, {mode}, executor {executor.name}")
-    return 0 if all(o.ok for o in outcomes) else ExecutorError.exit_code
+        print(json.dumps({"parent": result.parent, "bundle": result.bundle, "own_stack": result.own_stack,
+                          "reproduced": result.reproduced, "exit_code": result.exit_code,
+                          "stacks": [{"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None,
+                                      "error": o.error} for o in result.outcomes],
+                          "grid": grid.to_dict()}, indent=1))
+        return result.exit_code
+    title = f"replay of {result.bundle} on {profile.key}, {gpu.mode}, executor {executor.name}"
+    console().print(grid_table(grid, title, only_moved=not args.all and grid.moved))
+    for o in result.outcomes:
+        say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
+        for w in o.warnings:
+            say(f"{o.stack}: warning: {w}")
+    for line in change_lines(grid):
+        print(line)
+    if result.own_stack and not grid.failed:
+        print("reproduced: status, verdict, TMA counts and normalised IR are equal" if result.reproduced
+              else "NOT reproduced on the bundle's own stack")
+    return result.exit_code

@@ -288,7 +288,9 @@ def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str)
     moved = _moved(base, cell)
     deltas = []
     for f in moved:
-        if f.startswith("ir."):
+        # Ops are listed where both sides have IR: a case that did not compile on one side says
+        # so in its status, not as every op removed.
+        if f.startswith("ir.") and base.ir_at(f[3:]) is not None and cell.ir_at(f[3:]) is not None:
             deltas += op_deltas(base_rs, rs, case, f[3:])
     ratio = None
     if base.time_s and cell.time_s is not None:
@@ -321,11 +323,14 @@ def _unique_keys(sets: list[ResultSet]) -> list[ResultSet]:
 
 def compare(items: Sequence, *, failed: Iterable[Column] = ()) -> Grid:
     """The grid of `items` (ResultSets, Bundles, bundle paths or capture folders), judged against
-    the first. `failed` adds columns for result sets that could not be made (a stack that did not
-    run): they hold absent cells and are not judged."""
-    sets = _unique_keys([as_result_set(it) for it in items])
-    if not sets:
-        raise ValueError("compare() needs at least one result set")
+    the first. A Column among the items (Column.failed: a stack that did not run) keeps its place
+    and holds absent cells that are not judged; `failed` appends more such columns."""
+    entries = [it if isinstance(it, Column) else as_result_set(it) for it in list(items) + list(failed)]
+    sets = _unique_keys([e for e in entries if isinstance(e, ResultSet)])
+    if not sets or isinstance(entries[0], Column):
+        raise ValueError("compare() needs a result set first")
+    it = iter(sets)
+    entries = [e if isinstance(e, Column) else next(it) for e in entries]
     order: list[str] = []
     info: dict = {}
     for rs in sets:
@@ -333,15 +338,18 @@ def compare(items: Sequence, *, failed: Iterable[Column] = ()) -> Grid:
             if c["id"] not in info:
                 order.append(c["id"])
                 info[c["id"]] = (c.get("family"), c.get("control"))
-    failed = tuple(failed)
     base_rs = sets[0]
     rows = []
     for cid in order:
-        cells = [_cell(rs, rs.case(cid)) for rs in sets]
-        judged = [cells[0]] + [_judge(cells[0], c, base_rs, rs, cid) for c, rs in zip(cells[1:], sets[1:])]
-        judged += [Cell(present=False) for _ in failed]
-        rows.append(Row(cid, *info[cid], tuple(judged)))
-    return Grid(tuple(Column.of(rs) for rs in sets) + failed, tuple(rows))
+        base = _cell(base_rs, base_rs.case(cid))
+        cells = [base]
+        for e in entries[1:]:
+            if isinstance(e, Column):
+                cells.append(Cell(present=False))
+            else:
+                cells.append(_judge(base, _cell(e, e.case(cid)), base_rs, e, cid))
+        rows.append(Row(cid, *info[cid], tuple(cells)))
+    return Grid(tuple(e if isinstance(e, Column) else Column.of(e) for e in entries), tuple(rows))
 
 
 __all__ = ["Cell", "Column", "ColumnChanges", "Grid", "OpDelta", "Row", "compare", "op_deltas", "as_result_set",

@@ -28,6 +28,7 @@ _B32_HASH = re.compile(r"\b[A-Z2-7]{52}\b")
 # MLIR
 _MLIR_LOC_LINE = re.compile(r"^\s*#loc\d*\s*=\s*loc\(")
 _MLIR_SSA = re.compile(r"%[A-Za-z_$.\-0-9][\w$.\-]*")
+_MLIR_DEF = re.compile(r"^(\s*)(%[\w$.\-]+(?::\d+)?(?:\s*,\s*%[\w$.\-]+(?::\d+)?)*)\s*=\s*(.*)$")
 _MLIR_BLOCK = re.compile(r"\^bb\d+")
 _DIALECTS = ((re.compile(r"\btriton_nvidia_gpu\."), "ttng."), (re.compile(r"\btriton_gpu\."), "ttg."))
 _MLIR_OP = re.compile(r'^(?:%[^=]*=\s*)?"?([A-Za-z_]\w*\.[\w.]+)"?')
@@ -108,16 +109,57 @@ class _Renamer:
         return self.names[name]
 
 
+class _ValueNamer:
+    """MLIR SSA values named after what defines them: `%v<hash of the defining op, its operands
+    already renamed>`. A release's own names (`%4`, `%pm`) drop out, and an op added or removed
+    renames only the values that depend on it, not every value after it (as numbering would), so
+    a one-op change stays a one-line diff. Values no op line defines (function and block
+    arguments, loop induction variables) are numbered in order of appearance: %a0, %a1, ..."""
+
+    def __init__(self):
+        self.names: dict = {}
+        self.taken: set = set()
+        self.args = 0
+
+    def use(self, m: re.Match) -> str:
+        name = m.group(0)
+        if name not in self.names:
+            self.names[name] = f"%a{self.args}"
+            self.args += 1
+        return self.names[name]
+
+    def line(self, line: str) -> str:
+        m = _MLIR_DEF.match(line)
+        if not m:
+            return _MLIR_SSA.sub(self.use, line)
+        indent, lhs, rhs = m.groups()
+        rhs = _MLIR_SSA.sub(self.use, rhs)
+        base = "%v" + hashlib.sha256(rhs.encode()).hexdigest()[:6]
+        out = []
+        results = [r.strip() for r in lhs.split(",")]
+        for i, res in enumerate(results):
+            name, _, pack = res.partition(":")
+            new = base if len(results) == 1 else f"{base}_{i}"
+            k = 1
+            while new in self.taken:  # the same op twice (a release that does not CSE it)
+                k += 1
+                new = f"{base}_{k}" if len(results) == 1 else f"{base}_{i}_{k}"
+            self.taken.add(new)
+            self.names[name] = new
+            out.append(new + (f":{pack}" if pack else ""))
+        return f"{indent}{', '.join(out)} = {rhs}"
+
+
 def _mlir(text: str) -> list[str]:
     lines = []
-    ssa, blocks = _Renamer("%v"), _Renamer("^bb")
+    values, blocks = _ValueNamer(), _Renamer("^bb")
     for line in text.splitlines():
         if _MLIR_LOC_LINE.match(line):
             continue
         line = _strip_mlir_locs(line)
         for rx, short in _DIALECTS:
             line = rx.sub(short, line)
-        line = _MLIR_BLOCK.sub(blocks, _MLIR_SSA.sub(ssa, line))
+        line = _MLIR_BLOCK.sub(blocks, values.line(line))
         lines.append(line)
     return lines
 
@@ -198,8 +240,10 @@ def _op(level: str, line: str) -> str | None:
         if op == "call":
             asm = _LL_ASM.search(s)
             if asm:
-                words = [w for w in asm.group(1).split() if not w.startswith("@")]
-                return f"asm {words[0].rstrip(';')}" if words else "asm"
+                # The first opcode of the inline PTX: past predicates, braces and .reg lines.
+                body = re.sub(r"\\0[9A]|[{};]", " ", asm.group(1))
+                word = next((w for w in body.split() if re.match(r"^[a-z][\w.:]*$", w)), None)
+                return f"asm {word}" if word else "asm"
             callee = _LL_CALLEE.search(s)
             return f"call @{callee.group(1)}" if callee else "call"
         return op

@@ -53,7 +53,7 @@ def test_across_releases_the_grid_says_which_verdicts_moved_and_which_families_l
     assert {d.level for d in cell.ops} <= {"llir", "ptx", "sass"} and cell.ops
     gone = g.cell("experimental_descriptor.p0", v36.key)
     assert {"status", "verdict", "tma.sass", "ir.ttgir"} <= set(gone.moved)
-    assert any(d.op == "ttng.async_tma_copy_global_to_local" and d.delta == -1 for d in gone.ops)
+    assert gone.ops == ()   # no IR on one side: the status says it, not every op "removed"
 
 
 def test_to_dict_is_plain_json_with_one_cell_per_column(v30, v36):

@@ -1,0 +1,87 @@
+"""`reprokit bisect --case ID --versions A..B --gpu G`: the first Triton release on the package
+index where a case's status or verdict changes, in O(log n) compile-only captures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from reprokit.commands._common import console, say
+from reprokit.compare.bisect import bisect, list_releases, max_captures, parse_range
+from reprokit.config import load_config
+from reprokit.errors import UsageError
+from reprokit.options import BundleOptions
+from reprokit.suite import expand_cases, load_suite
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "bisect", help="find the first Triton release where a case's status or verdict changes",
+        description="List the Triton releases from FIRST to LAST on the package index (pip, for the Python the "
+                    "stacks are built with; releases without a wheel for it are skipped and named), then bisect: "
+                    "compile-only captures of the one case, each in a stack built on demand (a stacks.toml stack "
+                    "where one pins that release). Ends with the two boundary bundles under --out and one answer "
+                    "line. Assumes one change inside the range, like git bisect.",
+        epilog="example: reprokit bisect --case experimental_descriptor.p0 --versions 3.0.0..3.9.0 --gpu h100",
+    )
+    p.add_argument("--case", required=True, help="a case id of the suite, e.g. tensor_descriptor.p0")
+    p.add_argument("--versions", required=True, metavar="FIRST..LAST", help="inclusive range of Triton releases")
+    p.add_argument("--gpu", required=True, help="GPU profile from stacks.toml")
+    p.add_argument("--executor", choices=("venv", "docker"), default="venv")
+    p.add_argument("--out", type=Path, default=Path("bundles"), help="where the boundary bundles go")
+    p.add_argument("--json", action="store_true", help="print the bisection as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from reprokit.executors import make_executor
+
+    cfg = load_config()
+    profile = cfg.gpu(args.gpu)
+    lo, hi = parse_range(args.versions)
+    known = [c["id"] for c in expand_cases(load_suite())]
+    if args.case not in known:
+        raise UsageError(f"no case {args.case!r} in the suite; e.g. {', '.join(known[:4])}")
+    with make_executor(args.executor, args.host, report=(lambda msg: None) if args.json else say) as executor:
+        return _bisect(args, cfg, profile, lo, hi, executor)
+
+
+def _bisect(args, cfg, profile, lo: str, hi: str, executor) -> int:
+    import os
+    import sys
+
+    # The Python the venv stacks are built with; docker stacks pin their own, and pip on this
+    # interpreter's version is the nearest question to ask.
+    python = getattr(executor, "python", None) or os.path.realpath(sys.executable)
+    releases = list_releases(lo, hi, python)
+    if not args.json:
+        say(f"releases {lo}..{hi} with a wheel for Python {releases.python}: {', '.join(releases.usable)}")
+        if releases.skipped:
+            say(f"skipped (no wheel for Python {releases.python}): {', '.join(releases.skipped)}")
+        if releases.note:
+            say(f"note: {releases.note}")
+    total = max_captures(len(releases.usable))
+    with Progress(TextColumn("bisect {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[last]}"), TimeElapsedColumn(), console=console(),
+                  disable=args.json) as bar:
+        task = bar.add_task(args.case, total=total, last="")
+
+        def on_step(step) -> None:
+            rel = "" if step.same_as_first is None else (" (as the first)" if step.same_as_first else " (changed)")
+            bar.update(task, advance=1, last=f"{step.version}: {step.status}/{step.verdict}")
+            if not args.json:
+                bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): "
+                                  f"{step.status}/{step.verdict}{rel}")
+
+        result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
+                        on_step=on_step)
+        bar.update(task, total=len(result.steps), completed=len(result.steps))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+        return 0
+    for b in result.bundles:
+        say(f"bundle: {b}")
+    print(result.answer)
+    return 0

@@ -1,0 +1,213 @@
+"""Bisecting a case over Triton releases: the first release in a range where the case's status or
+verdict changes, found in O(log n) compile-only captures.
+
+The releases come from the package index, not from stacks.toml: pip (`pip index versions
+triton`, run by the Python the stacks are built with, so it honours the user's pip
+configuration) says which releases have a wheel for that Python; PyPI's JSON API says which
+releases exist at all, so that those without such a wheel are skipped *and named*. A release
+that stacks.toml pins reuses that stack (and its cached venv or image); any other gets a stack of
+its own, built on demand. Like `git bisect`, the search assumes one change inside the range: it
+compares each midpoint with the range's first release.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from reprokit import proc
+from reprokit.config import Config, GpuProfile, Stack
+from reprokit.errors import ReprokitError, UsageError
+from reprokit.options import BundleOptions, GpuOptions, RunOptions
+
+PYPI_JSON = "https://pypi.org/pypi/triton/json"
+_FINAL = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+def vkey(version: str) -> tuple:
+    return tuple(int(p) for p in version.split("."))
+
+
+@dataclass(frozen=True)
+class Releases:
+    usable: tuple              # releases in range with a wheel for the target Python, oldest first
+    skipped: tuple             # releases in range without one
+    python: str                # the target Python's version
+    note: str | None = None    # why `skipped` may be incomplete
+
+
+def parse_range(text: str) -> tuple[str, str]:
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)\s*\.\.\s*(\d+(?:\.\d+)*)\s*$", text or "")
+    if not m:
+        raise UsageError(f"--versions {text!r}: expected FIRST..LAST, e.g. 3.0.0..3.9.0")
+    lo, hi = m.group(1), m.group(2)
+    if vkey(lo) > vkey(hi):
+        raise UsageError(f"--versions {text!r}: {lo} comes after {hi}")
+    return lo, hi
+
+
+def _pip_versions(python: str) -> tuple[list[str], str]:
+    """(releases with a wheel for `python`, that Python's version), as pip sees the index."""
+    r = proc.run([python, "-c", "import platform; print(platform.python_version())"], timeout=60)
+    pyver = r.stdout.strip() if r.ok else "?"
+    r = proc.run([python, "-m", "pip", "index", "versions", "triton", "--disable-pip-version-check"], timeout=300)
+    line = next((ln for ln in (r.stdout or "").splitlines() if ln.startswith("Available versions:")), None)
+    if not r.ok or line is None:
+        last = (r.stderr_tail.strip().splitlines() or ["no output"])[-1]
+        raise ReprokitError(f"pip could not list the Triton releases on the package index: {last}")
+    return [v.strip() for v in line.split(":", 1)[1].split(",") if _FINAL.match(v.strip())], pyver
+
+
+def _pypi_versions(url: str) -> list[str]:
+    with urllib.request.urlopen(url, timeout=60) as f:
+        data = json.load(f)
+    return [v for v, files in data.get("releases", {}).items()
+            if _FINAL.match(v) and files and not all(f.get("yanked") for f in files)]
+
+
+def list_releases(lo: str, hi: str, python: str, *, pip_versions=_pip_versions,
+                  all_versions=_pypi_versions, url: str = PYPI_JSON) -> Releases:
+    """Final Triton releases from lo to hi (inclusive) on the index; UsageError when none is."""
+    usable, pyver = pip_versions(python)
+    note = None
+    try:
+        everything = all_versions(url)
+    except (OSError, urllib.error.URLError, ValueError) as e:
+        everything = list(usable)
+        note = f"releases without a wheel for Python {pyver} are not listed ({url}: {e})"
+    inside = lambda v: vkey(lo) <= vkey(v) <= vkey(hi)  # noqa: E731
+    ok = sorted({v for v in usable if inside(v)}, key=vkey)
+    skipped = sorted({v for v in everything if inside(v)} - set(ok), key=vkey)
+    if not ok:
+        extra = f" ({', '.join(skipped)} have no wheel for Python {pyver})" if skipped else ""
+        raise UsageError(f"no Triton release from {lo} to {hi} on the package index{extra}")
+    return Releases(tuple(ok), tuple(skipped), pyver, note)
+
+
+def stack_for(version: str, config: Config) -> Stack:
+    """The stacks.toml stack that pins this release, else a stack of its own (triton only)."""
+    for s in config.stacks.values():
+        if s.triton == version:
+            return s
+    return Stack(name=f"triton-{version}", triton=version)
+
+
+@dataclass(frozen=True)
+class Step:
+    n: int                     # 1-based capture number
+    version: str
+    stack: str
+    status: str
+    verdict: str
+    same_as_first: bool | None  # None for the first capture
+
+
+@dataclass(frozen=True)
+class Bisection:
+    case: str
+    profile: str
+    releases: Releases
+    steps: tuple               # Step, in capture order
+    first_changed: str | None  # None: the outcome is the same at both ends
+    last_same: str | None
+    bundles: tuple             # the boundary bundles (Paths) in --out
+    answer: str                # the one-line answer
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {"case": self.case, "profile": self.profile, "first_changed": self.first_changed,
+                "last_same": self.last_same, "answer": self.answer, "captures": len(self.steps),
+                "releases": list(self.releases.usable), "skipped": list(self.releases.skipped),
+                "python": self.releases.python, "note": self.releases.note,
+                "steps": [asdict(s) for s in self.steps], "bundles": [str(b) for b in self.bundles]}
+
+
+def max_captures(n: int) -> int:
+    """Captures a bisection over n releases needs at most: both ends, then ceil(log2(n - 1))."""
+    if n <= 1:
+        return n
+    return 2 + max(0, (n - 2).bit_length())
+
+
+def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor, bundle: BundleOptions, *,
+           on_step: Callable[[Step], None] | None = None, run=None) -> Bisection:
+    """Find the first release in `releases.usable` whose status/verdict for `case` differs from the
+    first release's. Writes the two boundary bundles under bundle.out_dir (one when nothing
+    changed); the other captures are packed in a scratch folder and dropped."""
+    from reprokit.runs import run_stacks
+
+    run = run or run_stacks
+    out = Path(bundle.out_dir)
+    options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
+    versions = list(releases.usable)
+    scratch = Path(tempfile.mkdtemp(prefix="reprokit-bisect-"))
+    seen: dict = {}
+    steps: list = []
+
+    def probe(i: int) -> tuple:
+        v = versions[i]
+        if v in seen:
+            return seen[v][0]
+        stack = stack_for(v, config)
+        (o,) = run([stack], executor, options, replace(bundle, out_dir=scratch / v))
+        if not o.ok:
+            raise o_error(o)
+        c = next(c for c in o.results["cases"] if c["id"] == case)
+        key = (c["status"], c["verdict"])
+        seen[v] = (key, o.bundle)
+        first = seen[versions[0]][0] if versions[0] in seen and i != 0 else None
+        step = Step(len(steps) + 1, v, stack.name, *key, None if i == 0 else key == first)
+        steps.append(step)
+        if on_step:
+            on_step(step)
+        return key
+
+    try:
+        first = probe(0)
+        lo, hi = 0, len(versions) - 1
+        if hi == 0 or probe(hi) == first:
+            outcome = "/".join(first)
+            span = versions[0] if hi == 0 else f"{versions[0]} to {versions[-1]}"
+            answer = (f"{case} on {profile.key}: {outcome} on every release tested, {span} "
+                      f"({len(steps)} captures; a change and its undoing inside the range would not show)")
+            keep = [versions[0]] + ([versions[-1]] if hi else [])
+            return Bisection(case, profile.key, releases, tuple(steps), None, None,
+                             _keep(seen, keep, out), answer)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if probe(mid) == first:
+                lo = mid
+            else:
+                hi = mid
+        a, b = versions[lo], versions[hi]
+        answer = (f"{case} on {profile.key}: first changed in Triton {b} ({'/'.join(seen[b][0])}); "
+                  f"{a} gives {'/'.join(seen[a][0])} ({len(steps)} captures over {len(versions)} releases)")
+        return Bisection(case, profile.key, releases, tuple(steps), b, a, _keep(seen, [a, b], out), answer)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def o_error(outcome) -> ReprokitError:
+    from reprokit.errors import ExecutorError
+
+    return ExecutorError(f"{outcome.stack}: {outcome.error}")
+
+
+def _keep(seen: dict, versions: list, out: Path) -> tuple:
+    out.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for v in versions:
+        src = Path(seen[v][1])
+        dst = out / src.name
+        shutil.copyfile(src, dst.with_name(dst.name + ".partial"))
+        dst.with_name(dst.name + ".partial").replace(dst)
+        kept.append(dst)
+    return tuple(kept)

@@ -1,0 +1,103 @@
+"""The grid for a terminal: a rich table (cases down, columns across, moved cells marked) and
+one plain line per change, which the verbs print. Markdown and html belong to reprokit.report."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from reprokit.compare.grid import Cell, Grid
+from reprokit.compare.normalise import LEVELS
+
+STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red", "error": "red",
+         "timeout": "red", "unsupported": "dim", "inconclusive": "magenta"}
+_SHORT = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spills", "spill_loads": "spills",
+          "correct": "correct"}
+
+
+def moved_summary(cell: Cell) -> str:
+    """What moved, shortly: 'tma ir:ttgir,ptx smem'. Status and verdict show in the cell itself;
+    when the status moved, the rest follows from it and is left out."""
+    parts: list[str] = []
+    if "status" in cell.moved or "present" in cell.moved:
+        return ""
+    if any(f.startswith("tma.") for f in cell.moved):
+        parts.append("tma")
+    levels = [f[3:] for f in cell.moved if f.startswith("ir.")]
+    if levels:
+        parts.append("ir:" + ",".join(levels))
+    for f in cell.moved:
+        short = _SHORT.get(f)
+        if short and short not in parts:
+            parts.append(short)
+    return " ".join(parts)
+
+
+def cell_text(cell: Cell, *, baseline: bool) -> str:
+    if not cell.present:
+        return "[red]absent[/]" if cell.moved else "-"
+    verdict = cell.verdict or "?"
+    text = f"[{STYLE.get(verdict, 'white')}]{escape(verdict)}[/]"
+    if cell.status not in ("ok", "unsupported") and cell.status != verdict:
+        text += f" [dim]({escape(cell.status or '?')})[/]"
+    tma = dict(cell.tma)
+    if "sass" in tma or "ptx" in tma:
+        text += f" [dim]{'/'.join(str(tma.get(lv, '-')) for lv in LEVELS)}[/]"
+    if cell.time_ratio is not None:
+        text += f" x{cell.time_ratio:.2f}"
+    if not baseline and cell.moved:
+        what = moved_summary(cell)
+        text = f"[bold]*[/] {text}" + (f" [yellow]{escape(what)}[/]" if what else "")
+    return text
+
+
+def grid_table(grid: Grid, title: str | None = None, *, only_moved: bool = False) -> Table:
+    t = Table(title=title, caption="cells: verdict, TMA ops per level (" + "/".join(LEVELS) + "); "
+                                   "* moved against the first column")
+    t.add_column("case", no_wrap=True)
+    for col in grid.columns:
+        t.add_column(escape(col.label) + ("" if not col.error else " [red](failed)[/]"))
+    for r in grid.rows:
+        if only_moved and not r.moved:
+            continue
+        t.add_row(r.case, *[cell_text(c, baseline=(i == 0)) for i, c in enumerate(r.cells)])
+    return t
+
+
+def change_lines(grid: Grid) -> list[str]:
+    """One line per column after the first: what moved, then its verdict changes and families."""
+    out = []
+    for col, ch in zip(grid.columns[1:], grid.changes()):
+        if col.error:
+            out.append(f"{col.label}: could not run: {col.error}")
+            continue
+        if not ch.moved_cases:
+            out.append(f"{col.label}: nothing moved ({len(grid.rows)} cases)")
+            continue
+        line = f"{col.label}: {len(ch.moved_cases)} of {len(grid.rows)} cases moved"
+        if ch.verdicts:
+            line += "; verdicts: " + ", ".join(f"{c} {a or 'absent'}->{b or 'absent'}" for c, a, b in ch.verdicts)
+        if ch.became_unsupported:
+            line += "; became unsupported: " + ", ".join(ch.became_unsupported)
+        if ch.became_supported:
+            line += "; became supported: " + ", ".join(ch.became_supported)
+        out.append(line)
+    return out
+
+
+def ops_lines(grid: Grid, column: int = 1, levels=LEVELS) -> list[str]:
+    """Per moved case and level: the ops added and removed in `column` against the first."""
+    out = []
+    for r in grid.rows:
+        cell = r.cells[column]
+        by_level: dict = {}
+        for d in cell.ops:
+            if d.level in levels:
+                by_level.setdefault(d.level, []).append(d)
+        for lv in levels:
+            if lv not in by_level:
+                continue
+            added = [f"+{d.delta} {d.op}" for d in by_level[lv] if d.delta > 0]
+            removed = [f"-{-d.delta} {d.op}" for d in by_level[lv] if d.delta < 0]
+            out.append(f"{r.case} {lv}: " + ", ".join(added + removed))
+    return out

@@ -1,0 +1,115 @@
+"""Replaying a bundle: its own plan and kernel sources run on stacks, each run packed as a new
+bundle whose parent is the original's sha256, then judged in one grid against what the bundle
+recorded (column 0).
+
+`replay()` returns a Replay: the grid, the new bundles, and which stacks could not run. The
+verb turns it into an exit code: 0 nothing moved (on its own stack: it *reproduces*), 1 a cell
+moved, 3 a stack could not run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reprokit.compare.grid import Column, Grid, compare
+from reprokit.compare.sources import ResultSet, open_result_set
+from reprokit.config import GpuProfile, Stack, stack_fields
+from reprokit.errors import UsageError
+from reprokit.options import BundleOptions, GpuOptions, RunOptions
+
+
+@dataclass(frozen=True)
+class Replay:
+    parent: str                # sha256 of the replayed bundle
+    bundle: str                # its root name
+    grid: Grid
+    outcomes: tuple            # reprokit.runs.StackOutcome per stack
+    own_stack: bool            # replayed on the stack the bundle recorded
+
+    @property
+    def reproduced(self) -> bool:
+        return not self.grid.moved and not self.grid.failed
+
+    @property
+    def exit_code(self) -> int:
+        if self.grid.failed:
+            return 3
+        return 1 if self.grid.moved else 0
+
+
+def bundle_stack(manifest: dict) -> Stack:
+    """The stack a bundle recorded, from its manifest's pins."""
+    pins = manifest.get("stack") or {}
+    if "name" not in pins or "triton" not in pins:
+        raise UsageError("the bundle's manifest names no stack with a triton pin; pass --stacks")
+    # Only the pins a stack knows: facts the manifest adds (image_digest) are not pins to rebuild from.
+    return Stack.from_pins({k: v for k, v in pins.items() if k in stack_fields() | {"name"}})
+
+
+def bundle_profile(plan: dict) -> GpuProfile:
+    return GpuProfile.from_dict(plan["profile"], where="the bundle's plan: GPU profile")
+
+
+def select_cases(plan: dict, globs: str | None) -> dict:
+    """The plan with only the cases matching comma-separated globs (all when None)."""
+    if not globs:
+        return plan
+    pats = [g.strip() for g in globs.split(",") if g.strip()]
+    cases = [c for c in plan["cases"] if any(fnmatch.fnmatchcase(c["id"], p) for p in pats)]
+    if not cases:
+        raise UsageError(f"--cases {globs!r} matches no case of the bundle's plan "
+                         f"(it has {', '.join(c['id'] for c in plan['cases'][:6])}...)")
+    return {**plan, "cases": cases}
+
+
+def _recorded(bundle, case_ids: set) -> ResultSet:
+    rs = ResultSet.from_bundle(bundle, role="recorded", key="recorded",
+                               label=f"recorded ({bundle.results.get('triton')})")
+    if len(case_ids) == len(rs.cases):
+        return rs
+    from dataclasses import replace
+
+    return replace(rs, results={**rs.results, "cases": [c for c in rs.cases if c["id"] in case_ids]})
+
+
+def write_kernels(bundle, dest: Path) -> None:
+    """The bundle's own kernels/ (kernels/cuda/ included) into dest; the reader has already
+    refused any path that could leave it."""
+    for rel in bundle.data:
+        parts = rel.split("/")[1:]
+        if rel.startswith("kernels/") and parts and not any(p in ("", ".", "..") for p in parts):
+            target = dest.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(bundle.read(rel))
+
+
+def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: BundleOptions, *,
+           workers: int = 1, cases: str | None = None, progress=None, run=None) -> Replay:
+    """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
+    `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
+    sha256 as parent, and compare. `run` is reprokit.runs.run_stacks (a parameter so benchmarks
+    can time the parts)."""
+    from reprokit.runs import run_stacks
+
+    run = run or run_stacks
+    plan = select_cases(bundle.plan, cases)
+    own = stacks is None
+    stacks = [bundle_stack(bundle.manifest)] if own else stacks
+    with tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
+        kernels = Path(tmp) / "kernels"
+        kernels.mkdir()
+        write_kernels(bundle, kernels)
+        options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels)
+        outcomes = run(stacks, executor, options, replace(out, parent=bundle.sha256), progress)
+    columns = [_recorded(bundle, {c["id"] for c in plan["cases"]})]
+    for o in outcomes:
+        columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack)) if o.ok
+                       else Column.failed(o.stack, _label(o.stack), o.error))
+    return Replay(bundle.sha256, bundle.root, compare(columns), tuple(outcomes), own)
+
+
+def _label(stack: str) -> str:
+    return stack[len("triton-"):] if stack.startswith("triton-") else stack
