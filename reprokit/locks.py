@@ -72,7 +72,9 @@ def try_acquire(target: Path, what: str = "") -> Lock | None:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as e:
-            raise FileSystemError.of(path.parent, e, f"cannot write {what or Path(target).name} here") from None
+            # Name the folder: the lock file is ours, the folder is what the user chose.
+            raise FileSystemError(f"{path.parent}: cannot write {what or Path(target).name} here: "
+                                  f"{e.strerror or e}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -169,6 +171,13 @@ def temp(folder: Path, stem: str, kind: str, *, is_dir: bool) -> Iterator[Temp]:
     finally:
         if t.lock.fd is not None:
             t.discard()
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """FileSystemError now, not after the suite, when `folder` cannot take a file (read-only,
+    no permission, not a folder)."""
+    with temp(Path(folder), ".reprokit-probe", what, is_dir=False):
+        pass
 
 
 @contextmanager

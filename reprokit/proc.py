@@ -18,6 +18,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from reprokit.errors import FileSystemError
 from typing import Callable
 
 
@@ -82,8 +84,11 @@ def run(
         kill_session(proc.pid)  # what the command left running (a case process, a daemonised helper)
         lifeline.release()
     if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text(err or "")
+        try:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path.write_text(err or "")
+        except OSError as e:  # the output's fault (a full disk), not the command's
+            raise FileSystemError.of(log_path, e, "cannot write") from None
     return ProcResult(tuple(argv), proc.returncode, timed_out, out or "", tail(err or ""))
 
 

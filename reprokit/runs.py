@@ -12,7 +12,7 @@ from typing import Callable
 from reprokit import locks
 from reprokit.capture import capture
 from reprokit.config import Stack
-from reprokit.errors import FileSystemError, ReprokitError
+from reprokit.errors import FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, RunOptions
 
@@ -44,6 +44,7 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
         Path(bundle.out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise FileSystemError.of(bundle.out_dir, e, "cannot create the bundle folder") from None
+    locks.check_writable(bundle.out_dir, "probe")  # before any suite runs, not after
     with locks.run_scratch("run") as scratch:
         for stack in stacks:
             if progress:
@@ -54,6 +55,8 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
                     progress(stack.name, "bundling")
                 path = write_bundle(cap.out_dir, cap.origin(), bundle)
                 outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings())))
+            except (FileSystemError, OutputBusy):
+                raise  # the output itself is unusable: every other stack would fail the same way
             except ReprokitError as e:
                 outcomes.append(StackOutcome(stack.name, None, None, str(e)))
             if progress:

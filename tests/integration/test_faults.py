@@ -1,0 +1,208 @@
+"""Faults from outside, with real processes: signals in the middle of a capture, SIGKILL, two
+writers at once, a read-only folder and a full file system (tmpfs mounts). Each asserts that no
+partial or mixed output is left anywhere, no process outlives the run, no file of the user's is
+removed, and the user gets one clear line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from reprokit.bundle.reader import verify
+from tests.helpers.faults import Watched, half_done, wait_for
+from tests.helpers.fake_capture import make_capture
+
+pytestmark = pytest.mark.triton
+STACK = "triton-3.6-cu130"
+CASES = "tensor_descriptor.p0,block_ptr.p0,tensor_descriptor.gemm-128x256x64-w8-s3"
+
+
+@pytest.fixture
+def ready(stack_ready):
+    stack_ready(STACK)
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path):
+    t = tmp_path / "tmp"
+    t.mkdir()
+    return t, {"TMPDIR": str(t)}
+
+
+def _capture(out: Path, *extra) -> list:
+    return ["capture", "--gpu", "h100", "--executor", "venv", "--stack", STACK, "--cases", CASES, "--workers", "2",
+            "--out", out, *extra]
+
+
+def _compiling(out: Path):
+    """True once the run's aside folder holds a case's compile log: the harness is mid-suite."""
+    def pred():
+        return any(out.parent.glob(f".{out.name}.reprokit-*.partial/cases/*/compile.log"))
+    return pred
+
+
+def _lines(err: str) -> list[str]:
+    """The error lines (progress and notes, such as "No GPU on this host", are not errors)."""
+    return [ln for ln in err.splitlines() if ln.startswith("reprokit:")]
+
+
+def _user_files(tmp_path: Path) -> dict:
+    """Folders a user may well have beside the output, with the names reprokit once used."""
+    made = {}
+    for name in ("cap.partial", "cap.failed"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "notes.txt").write_text(f"mine: {name}\n")
+        made[d / "notes.txt"] = f"mine: {name}\n"
+    return made
+
+
+def _theirs(tmp_path: Path) -> list[Path]:
+    return [tmp_path / "cap.partial"]
+
+
+def _untouched(made: dict) -> bool:
+    return all(p.is_file() and p.read_text() == text for p, text in made.items())
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_mid_capture_leaves_nothing_and_says_so(ready, tmp_path, tmpdir_env, signame):
+    tmp, env = tmpdir_env
+    made = _user_files(tmp_path)
+    out = tmp_path / "cap"
+    run = Watched(_capture(out), env=env)
+    assert wait_for(_compiling(out), 120), run.wait()
+    signum = getattr(signal, signame)
+    run.signal(signum)
+    rc, _, err = run.wait()
+    assert rc == 128 + signum
+    assert _lines(err) == [f"reprokit: interrupted by {signame}; what this run had half-written was removed"]
+    assert run.orphans() == []
+    assert half_done(tmp_path, tmp, ignore=_theirs(tmp_path)) == []
+    assert not out.exists() and _untouched(made)
+
+
+def test_what_sigkill_leaves_is_removed_by_the_next_run(ready, tmp_path, tmpdir_env):
+    tmp, env = tmpdir_env
+    made = _user_files(tmp_path)
+    out = tmp_path / "cap"
+    run = Watched(_capture(out), env=env)
+    assert wait_for(_compiling(out), 120), run.wait()
+    run.signal(signal.SIGKILL)
+    run.wait()
+    assert run.orphans() == []                 # the lifeline took the harness and its cases down
+    left = half_done(tmp_path, tmp, ignore=_theirs(tmp_path))
+    assert any(".partial" in p for p in left) and any("reprokit-capture" in p for p in left), left
+    again = Watched(_capture(out), env=env)
+    rc, _, err = again.wait()
+    assert rc == 0, err
+    assert half_done(tmp_path, tmp, ignore=_theirs(tmp_path)) == [] and again.orphans() == []
+    assert _untouched(made)
+    plan, results = (json.loads((out / n).read_text()) for n in ("plan.json", "results.json"))
+    assert [c["id"] for c in plan["cases"]] == [c["id"] for c in results["cases"]]
+
+
+def test_force_replaces_the_old_capture_only_once_the_new_one_succeeded(ready, tmp_path, tmpdir_env):
+    tmp, env = tmpdir_env
+    out = tmp_path / "cap"
+    rc, _, err = Watched(_capture(out), env=env).wait()
+    assert rc == 0, err
+    before = {n: (out / n).read_bytes() for n in ("plan.json", "results.json", "env.json")}
+    run = Watched(_capture(out, "--force"), env=env)
+    assert wait_for(_compiling(out), 120), run.wait()
+    run.signal(signal.SIGTERM)
+    assert run.wait()[0] == 143
+    assert {n: (out / n).read_bytes() for n in before} == before   # the old one, whole
+    assert half_done(tmp_path, tmp, ignore=_theirs(tmp_path)) == []
+    rc, _, err = Watched(["capture", "--gpu", "h100", "--executor", "venv", "--stack", STACK, "--cases",
+                          "block_ptr.p0", "--out", out, "--force"], env=env).wait()
+    assert rc == 0, err
+    assert [c["id"] for c in json.loads((out / "results.json").read_text())["cases"]] == ["block_ptr.p0"]
+    assert half_done(tmp_path, tmp, ignore=_theirs(tmp_path)) == []
+
+
+def test_two_writers_of_one_capture_and_of_one_bundle(ready, tmp_path, tmpdir_env):
+    tmp, env = tmpdir_env
+    out = tmp_path / "cap"
+    first = Watched(_capture(out), env=env)
+    assert wait_for(lambda: (tmp_path / ".cap.lock").exists(), 60)
+    second = Watched(["capture", "--gpu", "h100", "--executor", "venv", "--stack", STACK, "--cases",
+                      "block_ptr.p0", "--out", out], env=env)
+    rc, _, err = second.wait()
+    assert rc == 2 and _lines(err) == [
+        f"reprokit: {out}: another reprokit (pid {first.proc.pid}) is writing it now; "
+        "wait for it to finish or choose another output"]
+    rc, _, err = first.wait()
+    assert rc == 0, err
+    # Two packers of the same capture into one folder: one bundle, whole, and no mix.
+    bundles = tmp_path / "bundles"
+    packers = [Watched(["bundle", out, "--out", bundles], env=env) for _ in range(2)]
+    codes = sorted(p.wait()[0] for p in packers)
+    assert codes in ([0, 0], [0, 2]), codes
+    (tgz,) = bundles.glob("*.tgz")
+    assert verify(tgz) == []
+    assert half_done(tmp_path, bundles, tmp) == []
+
+
+def _mount_tmpfs(where: Path, options: str) -> None:
+    where.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()}); the CI machine can")
+
+
+@pytest.fixture
+def mounts(tmp_path):
+    made = []
+
+    def mount(name: str, options: str) -> Path:
+        where = tmp_path / name
+        _mount_tmpfs(where, options)
+        made.append(where)
+        return where
+
+    yield mount
+    for where in made:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_read_only_folder_is_one_line_before_anything_runs(ready, tmp_path, tmpdir_env, mounts):
+    tmp, env = tmpdir_env
+    ro = mounts("ro", "ro,size=1m")
+    t0 = time.monotonic()
+    rc, _, err = Watched(_capture(ro / "cap"), env=env).wait()
+    assert rc == 5 and _lines(err) == [f"reprokit: {ro}: cannot write capture here: Read-only file system"]
+    assert time.monotonic() - t0 < 20 and half_done(tmp) == []
+    cap = make_capture(tmp_path / "synthetic")
+    for args in (["bundle", cap, "--out", ro], ["run", "--gpu", "h100", "--executor", "venv", "--stacks", STACK,
+                                                  "--cases", "block_ptr.p0", "--out", ro]):
+        run = Watched(args, env=env)
+        rc, _, err = run.wait()
+        assert rc == 5, err
+        (line,) = _lines(err)
+        assert line.startswith(f"reprokit: {ro}") and line.endswith("Read-only file system"), line
+        assert run.orphans() == [] and half_done(tmp) == []
+
+
+def test_a_full_file_system_is_one_line_and_leaves_no_partial_file(ready, tmp_path, tmpdir_env, mounts):
+    tmp, env = tmpdir_env
+    full = mounts("full", "size=256k")
+    cap = make_capture(tmp_path / "big", gemm_cases=2, cubin_size=1 << 20)
+    rc, _, err = Watched(["bundle", cap, "--out", full], env=env).wait()
+    assert rc == 5
+    (line,) = _lines(err)
+    assert line.startswith(f"reprokit: {full}/") and line.endswith("No space left on device"), line
+    assert os.listdir(full) == []
+    # A capture whose own files fill the disk: one line, and no half-written capture passes for one.
+    (full / "filler").write_bytes(b"\0" * (200 << 10))
+    run = Watched(_capture(full / "cap"), env=env)
+    rc, _, err = run.wait()
+    assert rc in (4, 5) and len(_lines(err)) == 1, err
+    assert not (full / "cap").exists() and run.orphans() == []
+    assert [p for p in half_done(full, tmp) if not p.endswith(".failed")] == []
