@@ -152,6 +152,14 @@ def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
         "",
         "Replay reruns this bundle's own plan.json with its own kernels/ sources on the same stack and GPU profile, "
         "and writes a new bundle whose manifest names this one as its parent.",
+    ]
+    if any("reproducer_py" in (c.get("artifacts") or {}) for c in results.get("cases", [])):
+        triton = results.get("triton") or "X"
+        lines += ["", "Without reprokit, one case at a time: each `cases/<id>/reproducer.py` holds the kernel and its "
+                  f"exact compile, and needs only Triton (`pip install triton=={triton} && python "
+                  "cases/<id>/reproducer.py`); it prints the TMA ops per IR level and the verdict, and exits 0 "
+                  "when that verdict is the one recorded here."]
+    lines += [
         "",
         "## Verdicts",
         "",

@@ -21,7 +21,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, case as case_mod, compat, oracle
+from reprokit.harness import FORMAT, case as case_mod, compat, oracle, reproducer
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
 _PASS_RES = (
@@ -362,12 +362,17 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
             except ProcessLookupError:
                 pass
         shutil.rmtree(scratch_root, ignore_errors=True)
+    judged = _judge_all(plan, records)
+    # One standalone script per case (only Triton needed), in the form this release's ASTSource takes.
+    for cid, why in reproducer.write_all(plan, kernels_dir, out_dir, judged, form=compat.astsource_form(),
+                                         triton_version=triton.__version__):
+        log(f"{cid}: no standalone reproducer ({why})")
     results = {
         "format": FORMAT, "harness": _harness_version(), "triton": triton.__version__,
         "target": {"backend": "cuda", "arch": plan["profile"]["capability"], "warp_size": 32},
         "started": started, "finished": utcnow(), "wall_s": round(time.perf_counter() - t0, 3),
         "workers": workers, "mode": plan.get("mode", "compile-only"),
-        "cases": _judge_all(plan, records),
+        "cases": judged,
     }
     _write_json(os.path.join(out_dir, "results.json"), results)
     write_summary(os.path.join(out_dir, "summary.tsv"), results)

@@ -42,6 +42,11 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     assert hang["status"] == "timeout" and hang["signal"] == "SIGKILL" and 1.0 <= hang["wall_s"] < 5
     assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
     assert not (tmp_path / "cap" / "cases" / "fault.hang" / "metadata.json").exists()
+    # A kernel module with no such function gets no standalone reproducer; the real case does.
+    assert "reproducer_py" not in segv["artifacts"]
+    assert cases["tensor_descriptor.p0"]["artifacts"]["reproducer_py"] == "cases/tensor_descriptor.p0/reproducer.py"
+    assert "fault.segv: no standalone reproducer (ValueError: the kernel source defines no function 'copy_p0')" in \
+        (cap.out_dir / "logs" / "harness.log").read_text()
 
 
 RAISE = "raise RuntimeError('kernel module refuses to load')\n"

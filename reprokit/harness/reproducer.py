@@ -1,0 +1,418 @@
+"""Standalone per-case reproducers: one small Python file per case that needs only Triton.
+
+`reproducer_source(case, plan, kernel_source)` returns the file's text: the kernel module as the
+bundle carries it, verbatim, then the exact ahead-of-time compile of the case (and of the P0 that
+gates it, if any) in the ASTSource form its release takes, the TMA oracle's patterns inlined, and
+the verdict. No reprokit import, no GPU: `pip install triton==X && python reproducer.py`.
+
+Each compile runs in a child process of the script, so a compiler that aborts (SIGABRT) or
+hangs is reported as such instead of taking the script down. The script exits 0 when its verdict
+equals the one recorded in the bundle (or none was recorded), 1 when it differs, 2 when it could
+not run; `--json` prints the evidence as one JSON object.
+
+Pure stdlib and free of Triton at import: the harness writes one per case into the capture
+(cases/<id>/reproducer.py), and the host makes them for any older bundle from its plan.json and
+kernels/. The compile is compile-only for the plan's GPU profile, whatever the plan's mode.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pprint
+import re
+
+from reprokit.harness import oracle
+
+FILE_NAME = "reproducer.py"
+ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLIR one)
+
+# How ASTSource takes a kernel's signature, by release (compat.make_source probes the same):
+# "index": 3.0-3.1, index-keyed, constants= and AttrsDescriptor(divisible_by_16=...);
+# "hints": 3.2, name-keyed runtime arguments, constants= and AttrsDescriptor.from_hints;
+# "constexprs": 3.3+, name-keyed with "constexpr" entries, constexprs= and path-keyed attrs.
+FORMS = ("index", "hints", "constexprs")
+# What a recorded result keeps in the script, to compare against.
+_RECORDED_KEYS = ("status", "verdict", "tma", "error")
+
+
+def form_for_version(version: str | None) -> str:
+    """The ASTSource form of a Triton release, for a bundle made before the harness recorded it
+    (inside a stack, `compat.astsource_form()` probes the installed Triton instead)."""
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    if not m:
+        return "constexprs"
+    mm = (int(m.group(1)), int(m.group(2)))
+    return "index" if mm < (3, 2) else "hints" if mm == (3, 2) else "constexprs"
+
+
+def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dict | None = None,
+                      form: str | None = None, triton_version: str | None = None) -> str:
+    """The standalone reproducer of one case of `plan`, as text.
+
+    case: the plan's case entry (plan["cases"][i]); plan: the bundle's plan.json;
+    kernel_source: the text of kernels/<case["kernel"]["file"]>, as the bundle carries it;
+    result: the case's record in results.json, when there is one (its status, verdict and TMA
+    counts become what the script compares against); form: the ASTSource form (FORMS), else
+    chosen from `triton_version`, else from the plan's stack. A gated case (a P2) also compiles
+    its gate, which must come from the same kernel file, so its verdict can be judged the same way.
+    Deterministic: the same arguments give the same text (bundles stay byte-reproducible).
+    """
+    version = triton_version or (plan.get("stack") or {}).get("triton")
+    form = form or form_for_version(version)
+    if form not in FORMS:
+        raise ValueError(f"unknown ASTSource form {form!r}; one of {', '.join(FORMS)}")
+    steps = []
+    gate_id = case.get("gated_by")
+    if gate_id:
+        gate = next((c for c in plan["cases"] if c["id"] == gate_id), None)
+        if gate is None or gate["kernel"]["file"] != case["kernel"]["file"]:
+            raise ValueError(f"case {case['id']}: its gate {gate_id} is not in the plan or not in "
+                             f"{case['kernel']['file']}")
+        steps.append(gate)
+    steps.append(case)
+    profile = plan["profile"]
+    recorded = {k: result[k] for k in _RECORDED_KEYS if result and k in result} or None
+    sources = "\n\n\n".join(_source_function(i, c, form, kernel_source) for i, c in enumerate(steps))
+    spec = {
+        "triton": version, "form": form, "gpu": profile["key"], "capability": profile["capability"],
+        "smem_per_block": profile["smem_per_block"], "timeout_s": float(case.get("timeout_s") or plan.get("timeout_s") or 300),
+        "steps": [{"id": c["id"], "function": c["kernel"]["function"], "num_warps": c["num_warps"],
+                   "num_stages": c["num_stages"], "requires": list(c.get("requires", [])),
+                   "expect": c.get("expect", "tma"), "gated_by": c.get("gated_by")} for c in steps],
+        "recorded": recorded,
+    }
+    header = _HEADER.format(
+        id=case["id"], description=(case.get("description") or "").replace('"""', "'''"),
+        triton=version or "(unknown)", gpu=profile["key"], arch=profile.get("arch", f"sm_{profile['capability']}"),
+        warps=case["num_warps"], stages=case["num_stages"], expect=case.get("expect", "tma"),
+        recorded=(recorded or {}).get("verdict", "(none)"), file=case["kernel"]["file"],
+        pip=f"triton=={version}" if version else "triton",
+        gate=f" after its gate {gate_id}" if gate_id else "")
+    body = _BODY.replace("@SPEC@", _literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
+        .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
+        .replace("@SOURCES@", sources)
+    return header + kernel_source.rstrip("\n") + "\n\n\n" + body
+
+
+def reproducers_for(plan: dict, kernel_sources: dict, results: dict | None = None) -> dict:
+    """case id -> reproducer text, for every case of a bundle: its plan.json, its kernels/ texts
+    by file name, and its results.json when there is one (recorded verdicts, and the Triton
+    version that really ran, which picks the ASTSource form). For bundles made before the
+    harness wrote reproducers, and for reports."""
+    recorded = {c["id"]: c for c in (results or {}).get("cases", [])}
+    version = (results or {}).get("triton")
+    return {c["id"]: reproducer_source(c, plan, kernel_sources[c["kernel"]["file"]], result=recorded.get(c["id"]),
+                                       triton_version=version)
+            for c in plan["cases"]}
+
+
+def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: str | None = None,
+              triton_version: str | None = None) -> list:
+    """Write cases/<id>/reproducer.py for every judged case (`results`: the records that go
+    into results.json), and name it in the record's artifacts. A case whose kernel source has
+    no plain definition of its function (or does not parse) gets none: returns [(id, why)]."""
+    texts, skipped = {}, []
+    for name in sorted({c["kernel"]["file"] for c in plan["cases"]}):
+        with open(os.path.join(kernels_dir, name), errors="replace") as f:
+            texts[name] = f.read()
+    cases = {c["id"]: c for c in plan["cases"]}
+    for rec in results:
+        case = cases[rec["id"]]
+        try:
+            text = reproducer_source(case, plan, texts[case["kernel"]["file"]], result=rec, form=form,
+                                     triton_version=triton_version)
+        except (ValueError, SyntaxError) as e:
+            skipped.append((rec["id"], f"{type(e).__name__}: {e}"))
+            continue
+        rel = f"cases/{rec['id']}/{FILE_NAME}"
+        os.makedirs(os.path.join(out_dir, "cases", rec["id"]), exist_ok=True)
+        with open(os.path.join(out_dir, rel), "w") as f:
+            f.write(text)
+        rec.setdefault("artifacts", {})[ARTIFACT] = rel
+    return skipped
+
+
+def _source_function(i: int, case: dict, form: str, kernel_source: str) -> str:
+    """The ASTSource call of one step, written out literally in the release's form."""
+    fn = case["kernel"]["function"]
+    names = _arg_names(kernel_source, fn)
+    sig, consts, div = case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", [])
+    unknown = [a for a in [*sig, *consts, *div] if a not in names]
+    missing = [a for a in names if a not in sig and a not in consts]
+    if unknown or missing:
+        raise ValueError(f"case {case['id']}: {fn}({', '.join(names)}) does not match its plan entry "
+                         f"({'no argument ' + ', '.join(unknown) if unknown else 'no type for ' + ', '.join(missing)})")
+    idx = {a: names.index(a) for a in names}
+    if form == "constexprs":
+        call = [f"{fn},", repr({a: "constexpr" if a in consts else sig[a] for a in names}) + ",",
+                f"constexprs={consts!r},",
+                "attrs={" + ", ".join(f"({idx[a]},): [['tt.divisibility', 16]]" for a in div) + "},"]
+    elif form == "hints":
+        call = [f"{fn},", repr({a: sig[a] for a in names if a not in consts}) + ",", f"constants={consts!r},",
+                "attrs=AttrsDescriptor.from_hints({" + ", ".join(f"{idx[a]}: 16" for a in div) + "}),"]
+    else:
+        call = [f"{fn},", repr({idx[a]: "constexpr" if a in consts else sig[a] for a in names}) + ",",
+                "constants={" + ", ".join(f"{idx[a]}: {v!r}" for a, v in consts.items()) + "},",
+                "attrs=AttrsDescriptor(divisible_by_16=" + ("{" + ", ".join(str(idx[a]) for a in div) + "}"
+                                                            if div else "set()") + "),"]
+    imports = ["    from triton.compiler import ASTSource"]
+    if form != "constexprs":
+        imports.append("    from triton.compiler.compiler import AttrsDescriptor")
+    return "\n".join([f"def _source_{i}():",
+                      f'    """{case["id"]}: {fn}, {case["num_warps"]} warps, {case["num_stages"]} stages."""',
+                      *imports, "", "    return ASTSource(", *("        " + c for c in call), "    )"])
+
+
+def _arg_names(kernel_source: str, fn: str) -> list:
+    """The kernel's parameters in order, read from its source (no Triton needed on the host)."""
+    for node in ast.walk(ast.parse(kernel_source)):
+        if isinstance(node, ast.FunctionDef) and node.name == fn:
+            a = node.args
+            return [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    raise ValueError(f"the kernel source defines no function {fn!r}")
+
+
+def _literal(value) -> str:
+    """A Python literal of JSON-like data, the same text on every run (dict keys sorted)."""
+    return pprint.pformat(value, width=100, sort_dicts=True)
+
+
+_HEADER = '''"""Standalone reproducer of {id}: {description}
+
+Triton {triton}, compiled ahead of time for {gpu} ({arch}) with {warps} warps and {stages}
+stages{gate}; expected {expect}, recorded verdict {recorded}. No GPU and no reprokit needed:
+
+    pip install {pip} && python reproducer.py [--json]
+
+It prints the TMA data movement it finds at each IR level (TTIR, TTGIR, LLVM IR, PTX and the
+SASS of the wheel's cuobjdump) and the verdict; exit 0 when that verdict is the recorded one.
+The kernel module below is kernels/{file} as the bundle carries it.
+"""
+
+'''
+
+_BODY = r'''# ---- the compile, the TMA evidence and the verdict ------------------------------------------
+
+import json as _json
+import os as _os
+import re as _re
+import shutil as _shutil
+import signal as _signal
+import subprocess as _subprocess
+import sys as _sys
+import tempfile as _tempfile
+import time as _time
+
+_SPEC = @SPEC@
+
+# TMA data movement and set-up ops per IR level: the oracle's own patterns.
+_MOVE = @MOVE@
+_SETUP = @SETUP@
+_COMMENT = @COMMENT@
+_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
+
+
+@SOURCES@
+
+
+def _scan(level, text):
+    def is_op(pos):
+        if pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] in "_."):
+            return False
+        mark = _COMMENT[level]
+        return mark is None or text.find(mark, text.rfind("\n", 0, pos) + 1, pos) < 0
+
+    ops, moves = {}, 0
+    for kind, table in (("move", _MOVE), ("setup", _SETUP)):
+        for pattern in table[level]:
+            for m in _re.finditer(pattern, text):
+                if is_op(m.start()):
+                    op = m.group(0).replace("triton_nvidia_gpu.", "ttng.")
+                    ops[op] = ops.get(op, 0) + 1
+                    moves += kind == "move"
+    return moves, dict(sorted(ops.items()))
+
+
+def _compile_child(index, out):
+    """In the child process: compile one step, write its IR, its metadata and any error."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    step = _SPEC["steps"][index]
+    src = globals()["_source_%d" % index]()
+    target = GPUTarget("cuda", _SPEC["capability"], 32)
+    t0 = _time.perf_counter()
+    try:
+        compiled = triton.compile(src, target=target,
+                                  options={"num_warps": step["num_warps"], "num_stages": step["num_stages"]})
+    except Exception as e:  # the compiler's refusal is the result
+        removed = None
+        chain = e
+        while chain is not None:  # a name this release keeps but no longer implements (3.9's make_block_ptr)
+            if isinstance(chain, NotImplementedError):
+                removed = str(chain).strip() or "not implemented in this release"
+                break
+            chain = chain.__cause__ or chain.__context__
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        error = next((ln for ln in lines if _re.search(r"\b(error|fatal)\s*:", ln)), lines[-1] if lines else type(e).__name__)
+        doc = {"status": "unsupported" if removed else "compile_error", "error": removed or error,
+               "exception": type(e).__name__}
+    else:
+        for key in ("ttir", "ttgir", "llir", "ptx", "cubin"):
+            data = compiled.asm.get(key)
+            if data is not None:
+                with open(_os.path.join(out, "kernel." + key), "wb" if isinstance(data, bytes) else "w") as f:
+                    f.write(data)
+        doc = {"status": "ok", "shared": int(getattr(compiled.metadata, "shared", 0) or 0)}
+    doc["compile_s"] = round(_time.perf_counter() - t0, 3)
+    with open(_os.path.join(out, "result.json"), "w") as f:
+        _json.dump(doc, f)
+
+
+def _disassemble(cubin):
+    import triton
+
+    bin_dir = _os.path.join(_os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    for tool, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
+        path = _os.environ.get("TRITON_%s_PATH" % tool.upper()) or _os.path.join(bin_dir, tool)
+        if not _os.access(path, _os.X_OK):
+            path = _shutil.which(tool)
+        if path:
+            p = _subprocess.run([path] + args + [cubin], capture_output=True, text=True, errors="replace")
+            if p.returncode == 0 and p.stdout.strip():
+                return p.stdout
+    return None
+
+
+def _judge(step, res, gate):
+    expect, status = step["expect"], res["status"]
+    if status in ("unsupported", "timeout"):
+        return status, res["error"]
+    if status == "crash":
+        return "crashed", res["error"]
+    if status == "compile_error":
+        return ("rejected" if expect == "no-tma" else "error"), res["error"]
+    counts = res["tma"]
+    level = next((lv for lv in ("sass", "ptx", "ttgir") if lv in counts), None)
+    if level is None:
+        return "error", "no IR level to judge"
+    if gate is not None and gate["verdict"] != "tma" and expect == "tma":
+        return "inconclusive", "%s showed no TMA (%s), so this stress case cannot be judged" % (gate["id"], gate["verdict"])
+    emitted = counts[level] > 0
+    where = ", ".join("%s=%d" % (lv, counts[lv]) for lv in _LEVELS if lv in counts)
+    return ("tma" if emitted else "no-tma"), "%s at %s (%s); expected %s" % (
+        "TMA" if emitted else "no TMA", level, where, expect)
+
+
+def _run_step(index, scratch):
+    import triton.language as tl
+
+    step = _SPEC["steps"][index]
+    res = {"id": step["id"]}
+    for req in step["requires"]:  # `tl.NAME` or `module:dotted.name`, alternatives joined by `|`
+        if not any(hasattr(tl, alt[3:]) if alt.startswith("tl.") else _importable(alt[7:]) for alt in req.split("|")):
+            res.update(status="unsupported", error="triton %s lacks %s" % (_triton_version(), req.replace("|", " and ")))
+            return res
+    out = _os.path.join(scratch, str(index))
+    _os.makedirs(out)
+    env = dict(_os.environ, TRITON_CACHE_DIR=_os.path.join(out, "cache"), TRITON_ALWAYS_COMPILE="1")
+    try:
+        p = _subprocess.run([_sys.executable, _os.path.abspath(__file__), "--compile", str(index), out],
+                            env=env, capture_output=True, text=True, errors="replace", timeout=_SPEC["timeout_s"])
+    except _subprocess.TimeoutExpired:
+        res.update(status="timeout", error="no result after %g s" % _SPEC["timeout_s"])
+        return res
+    res["stderr_tail"] = "\n".join(p.stderr.rstrip().splitlines()[-20:])
+    if not _os.path.exists(_os.path.join(out, "result.json")):
+        how = ("killed by %s" % _signal.Signals(-p.returncode).name) if p.returncode < 0 else "exited with code %d" % p.returncode
+        m = _re.search(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|Segmentation fault.*)", p.stderr)
+        res.update(status="crash", error="%s (%s)" % (m.group(1).strip(), how) if m else "compiler process " + how)
+        return res
+    with open(_os.path.join(out, "result.json")) as f:
+        res.update(_json.load(f))
+    if res["status"] == "compile_error":  # MLIR prints its diagnostic; the exception only says a pass failed
+        diag = next((m.group(1).strip() for m in _re.finditer(r"\berror: (.*)", p.stderr)
+                     if "Failures have been detected" not in m.group(1)), None)
+        if diag and diag not in res["error"]:
+            res["error"] = diag
+    if res["status"] != "ok":
+        return res
+    texts = {}
+    for level in ("ttir", "ttgir", "llir", "ptx"):
+        path = _os.path.join(out, "kernel." + level)
+        if _os.path.exists(path):
+            with open(path, errors="replace") as f:
+                texts[level] = f.read()
+    cubin = _os.path.join(out, "kernel.cubin")
+    if _os.path.exists(cubin):
+        sass = _disassemble(cubin)
+        if sass is not None:
+            texts["sass"] = sass
+    res["tma"], res["tma_ops"] = {}, {}
+    for level in _LEVELS:
+        if level in texts:
+            res["tma"][level], res["tma_ops"][level] = _scan(level, texts[level])
+    return res
+
+
+def _importable(module):
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def _triton_version():
+    import triton
+
+    return triton.__version__
+
+
+def main(argv):
+    if argv[:1] == ["--compile"]:
+        _compile_child(int(argv[1]), argv[2])
+        return 0
+    as_json = "--json" in argv
+    scratch = _tempfile.mkdtemp(prefix="reproducer-")
+    try:
+        done = {}
+        for index, step in enumerate(_SPEC["steps"]):
+            res = _run_step(index, scratch)
+            gate = done.get(step["gated_by"]) if step["gated_by"] else None
+            res["verdict"], res["reason"] = _judge(step, res, gate)
+            done[step["id"]] = res
+    finally:
+        _shutil.rmtree(scratch, ignore_errors=True)
+    case = done[_SPEC["steps"][-1]["id"]]
+    recorded = _SPEC["recorded"]
+    reproduced = None if not recorded else case["verdict"] == recorded["verdict"]
+    doc = {"triton": _triton_version(), "gpu": _SPEC["gpu"], "capability": _SPEC["capability"],
+           "steps": list(done.values()), "case": case["id"], "verdict": case["verdict"],
+           "recorded": recorded, "reproduced": reproduced}
+    if as_json:
+        print(_json.dumps(doc, indent=1, sort_keys=True))
+    else:
+        print("triton %s, compile-only for %s (capability %d)" % (doc["triton"], _SPEC["gpu"], _SPEC["capability"]))
+        for res in done.values():
+            print("%s: %s%s" % (res["id"], res["status"], ", shared %d B (%s allows %d)" % (
+                res["shared"], _SPEC["gpu"], _SPEC["smem_per_block"]) if "shared" in res else ""))
+            for level in _LEVELS:
+                if level in res.get("tma", {}):
+                    ops = " ".join("%s=%d" % kv for kv in res["tma_ops"][level].items())
+                    print("  %-5s %3d  %s" % (level, res["tma"][level], ops))
+            if res["status"] in ("compile_error", "crash") and res.get("stderr_tail"):
+                print("  compiler output (last lines):")
+                print("\n".join("    " + ln for ln in res["stderr_tail"].splitlines()[-12:]))
+            print("  verdict: %s (%s)" % (res["verdict"], res["reason"]))
+        if recorded:
+            print("recorded verdict: %s -> %s" % (recorded["verdict"], "reproduced" if reproduced else "DIFFERS"))
+    return 0 if reproduced is not False else 1
+
+
+if __name__ == "__main__":
+    _sys.exit(main(_sys.argv[1:]))
+'''

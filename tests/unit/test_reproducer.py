@@ -1,0 +1,125 @@
+"""Standalone reproducers as text: the compile each release takes, written out literally; the
+oracle's patterns inlined; the same text every time; made for an older bundle from its plan."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from reprokit.config import load_config
+from reprokit.harness import oracle
+from reprokit.harness.reproducer import form_for_version, reproducer_source, reproducers_for
+from reprokit.suite import build_plan
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+GOLDEN = Path(__file__).resolve().parents[2] / "bundles" / "golden"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"})
+
+
+def _case(plan, cid):
+    return next(c for c in plan["cases"] if c["id"] == cid)
+
+
+def _make(plan, cid, **kw):
+    case = _case(plan, cid)
+    return reproducer_source(case, plan, (KERNELS / case["kernel"]["file"]).read_text(), **kw)
+
+
+def _assigned(text: str, name: str):
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == name:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{name} is not assigned")
+
+
+def _call(text: str, fn: str) -> str:
+    return re.search(rf"def {fn}\(\):.*?\n    \)\n", text, re.S).group(0)
+
+
+def test_the_script_is_python_with_no_reprokit_import(plan):
+    text = _make(plan, "tensor_descriptor.p0")
+    tree = ast.parse(text)
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not [m for m in imported if m and m.startswith("reprokit")]
+    assert {"triton", "triton.language", "triton.compiler", "triton.backends.compiler"} <= imported
+    # The kernel module is carried verbatim.
+    assert (KERNELS / "copy_tensor_descriptor.py").read_text().rstrip() in text
+
+
+def test_the_oracle_patterns_are_inlined_unchanged(plan):
+    text = _make(plan, "host_descriptor.p1")
+    assert _assigned(text, "_MOVE") == oracle._MOVE
+    assert _assigned(text, "_SETUP") == oracle._SETUP
+    assert _assigned(text, "_COMMENT") == oracle._COMMENT
+
+
+def test_each_release_form_of_the_compile_is_written_out_literally(plan):
+    constexprs = _call(_make(plan, "block_ptr.p0", triton_version="3.6.0"), "_source_0")
+    assert ("{'src': '*fp16', 'dst': '*fp16', 'M': 'i32', 'N': 'i32', 'BM': 'constexpr', 'BN': 'constexpr'}"
+            in constexprs)
+    assert "constexprs={'BM': 128, 'BN': 128}" in constexprs and "(3,): [['tt.divisibility', 16]]" in constexprs
+    hints = _call(_make(plan, "block_ptr.p0", triton_version="3.2.0"), "_source_0")
+    assert "{'src': '*fp16', 'dst': '*fp16', 'M': 'i32', 'N': 'i32'}," in hints
+    assert "constants={'BM': 128, 'BN': 128}" in hints and "AttrsDescriptor.from_hints({0: 16, 1: 16, 2: 16, 3: 16})" in hints
+    index = _call(_make(plan, "block_ptr.p0", triton_version="3.0.0"), "_source_0")
+    assert "{0: '*fp16', 1: '*fp16', 2: 'i32', 3: 'i32', 4: 'constexpr', 5: 'constexpr'}" in index
+    assert "constants={4: 128, 5: 128}" in index and "AttrsDescriptor(divisible_by_16={0, 1, 2, 3})" in index
+    # No divisibility hints at all (host descriptors) is an empty set in the 3.0 form.
+    assert "divisible_by_16=set()" in _call(_make(plan, "host_descriptor.p0", form="index"), "_source_0")
+    assert [form_for_version(v) for v in ("3.0.0", "3.1.0", "3.2.0", "3.3.1", "3.9.0", "4.0.0", None)] == \
+        ["index", "index", "hints", "constexprs", "constexprs", "constexprs", "constexprs"]
+
+
+def test_a_gated_case_compiles_its_gate_first(plan):
+    text = _make(plan, "block_ptr.p2")
+    spec = _assigned(text, "_SPEC")
+    assert [s["id"] for s in spec["steps"]] == ["block_ptr.p0", "block_ptr.p2"]
+    assert "copy_p0," in _call(text, "_source_0") and "copy_p2_stress," in _call(text, "_source_1")
+
+
+def test_the_recorded_result_is_what_the_script_compares_against(plan):
+    rec = {"id": "host_descriptor.p1", "status": "compile_error", "verdict": "rejected", "tma": {},
+           "error": "TMA copies must have between 1 and 5 coordinates", "stderr_tail": "not kept"}
+    text = _make(plan, "host_descriptor.p1", result=rec)
+    assert _assigned(text, "_SPEC")["recorded"] == {k: rec[k] for k in ("status", "verdict", "tma", "error")}
+    assert "recorded verdict rejected" in text.split('"""')[1]
+    assert _assigned(_make(plan, "host_descriptor.p1"), "_SPEC")["recorded"] is None
+
+
+def test_the_same_inputs_give_the_same_text(plan):
+    assert _make(plan, "tensor_descriptor.gemm-128x256x64-w8-s3") == _make(plan, "tensor_descriptor.gemm-128x256x64-w8-s3")
+
+
+def test_a_plan_entry_that_does_not_fit_its_kernel_is_refused(plan):
+    case = dict(_case(plan, "block_ptr.p0"), signature={"src": "*fp16", "dst": "*fp16", "M": "i32"})
+    with pytest.raises(ValueError, match="no type for N"):
+        reproducer_source(case, plan, (KERNELS / "copy_block_ptr.py").read_text())
+    case = dict(_case(plan, "block_ptr.p0"), kernel={"file": "copy_block_ptr.py", "function": "nope"})
+    with pytest.raises(ValueError, match="no function 'nope'"):
+        reproducer_source(case, plan, (KERNELS / "copy_block_ptr.py").read_text())
+    with pytest.raises(ValueError, match="unknown ASTSource form"):
+        _make(plan, "block_ptr.p0", form="3.0")
+
+
+def test_an_older_bundle_gets_one_per_case_from_its_plan_and_kernels():
+    from reprokit.bundle.reader import open_bundle
+
+    (path,) = sorted((GOLDEN / "h100-triton-3.0.0").glob("*.tgz"))
+    b = open_bundle(path)
+    assert not [m for m in b.members if m.endswith("reproducer.py")]  # made before reproducers existed
+    kernels = {name: b.read_text(f"kernels/{name}") for name in {c["kernel"]["file"] for c in b.plan["cases"]}}
+    scripts = reproducers_for(b.plan, kernels, b.results)
+    assert sorted(scripts) == sorted(c["id"] for c in b.plan["cases"])
+    text = scripts["experimental_descriptor.p0"]
+    assert "AttrsDescriptor(divisible_by_16=" in text  # 3.0's form, from the Triton that ran
+    assert _assigned(text, "_SPEC")["recorded"]["verdict"] == "tma"
+    for t in scripts.values():
+        compile(t, "reproducer.py", "exec")
