@@ -3,10 +3,14 @@
 #   make test                 # the test suite (what CI runs)
 
 PYTHON ?= python3
-VENV   ?= .reprokit/host
 GPU    ?= h100
 STACKS ?= all
 EXECUTOR ?= auto
+# EXECUTOR=local runs the suite under this machine's own triton and torch: its venv sees them.
+VENV   ?= $(if $(filter local,$(EXECUTOR)),.reprokit/host-local,.reprokit/host)
+# A GPU host with no network installs the host side from a wheelhouse (reprokit wheelhouse,
+# made on a connected machine; docs/offline.md): make bundle GPU=h100 EXECUTOR=local WHEELHOUSE=wheels
+WHEELHOUSE ?=
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # Offline image builds: a local base image and no torch (compile-only stacks).
 BASE_IMAGE ?=
@@ -26,8 +30,9 @@ help:
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[test,html]'
+	$(PYTHON) -m venv $(if $(filter local,$(EXECUTOR)),--system-site-packages) $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check \
+		$(if $(WHEELHOUSE),--no-index --find-links $(WHEELHOUSE)) -e '.[test,html]'
 	touch $@
 
 bundle: $(VENV)/.installed

@@ -31,6 +31,16 @@ class HarnessError(ReprokitError):
     exit_code = 4
 
 
+class MissingDependency(UsageError):
+    """A module the verb needs is not installed (an offline GPU host installs the host side from
+    a wheelhouse that `reprokit wheelhouse` makes on a connected machine)."""
+
+    def __init__(self, module: str, what: str):
+        super().__init__(f"{module} is not installed, and it {what}: install reprokit's host side "
+                         f"(pip install reprokit, or offline from a wheelhouse: see docs/offline.md)")
+        self.module = module
+
+
 class GpuMismatchError(UsageError):
     """The host has a GPU, but not the one the profile names."""
 

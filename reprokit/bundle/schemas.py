@@ -7,8 +7,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from reprokit.errors import MissingDependency
 
 # Document name (as the file appears in a bundle) -> schema file in reprokit.schemas.
 SCHEMA_FILES = {
@@ -34,8 +33,20 @@ def load_schema(filename: str) -> dict:
     return json.loads(_schema_dir().joinpath(filename).read_text(encoding="utf-8"))
 
 
+def _jsonschema():
+    """jsonschema and referencing, imported when a document is first validated: the verbs that
+    never validate (capture, stacks, --help) run on a GPU host that lacks them."""
+    try:
+        from jsonschema import Draft202012Validator
+        from referencing import Registry, Resource
+    except ImportError as e:
+        raise MissingDependency(e.name or "jsonschema", "validates bundle documents") from None
+    return Draft202012Validator, Registry, Resource
+
+
 @lru_cache(maxsize=None)
-def _registry() -> Registry:
+def _registry():
+    _, Registry, Resource = _jsonschema()
     resources_ = []
     for filename in SCHEMA_FILES.values():
         schema = load_schema(filename)
@@ -44,8 +55,9 @@ def _registry() -> Registry:
 
 
 @lru_cache(maxsize=None)
-def validator(document: str) -> Draft202012Validator:
-    """The validator for a bundle document such as 'results.json'."""
+def validator(document: str):
+    """The validator (jsonschema's Draft202012Validator) for a bundle document such as 'results.json'."""
+    Draft202012Validator, _, _ = _jsonschema()
     schema = load_schema(SCHEMA_FILES[document])
     return Draft202012Validator(schema, registry=_registry())
 

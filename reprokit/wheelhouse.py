@@ -1,0 +1,81 @@
+"""A wheelhouse for a GPU host with no network: reprokit's own wheel and every wheel its host side
+needs (jsonschema, rich, docker, nvidia-ml-py, ... and their dependencies), downloaded with pip
+on a connected machine for the target's Python and platform. Triton and torch are not in it: a
+local run uses the machine's own. docs/offline.md says how to install from it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit import proc
+from reprokit.config import load_toml, project_root
+from reprokit.errors import ExecutorError, UsageError
+
+PIP_TIMEOUT_S = 1800
+# What pip needs to install reprokit's own wheel and its test extra with --no-index.
+BUILD_TOOLS = ("setuptools>=68", "wheel")
+
+
+# The extras `make` installs beside the host side (pytest; matplotlib for html reports).
+DEFAULT_EXTRAS = ("test", "html")
+
+
+@dataclass(frozen=True)
+class WheelhouseOptions:
+    """out: the folder to fill; python_version ("3.12") and platforms (pip platform tags such as
+    "manylinux_2_28_x86_64") describe the GPU host, default this machine; extras: pyproject's
+    optional dependencies to add (never `triton`: the GPU host brings its own)."""
+
+    out: Path
+    python_version: str | None = None
+    platforms: tuple = ()
+    extras: tuple = DEFAULT_EXTRAS
+
+
+def requirements(root: Path | None = None, extras: tuple = DEFAULT_EXTRAS) -> list[str]:
+    """The host side's requirements, as pyproject.toml declares them (with their markers)."""
+    project = load_toml((root or project_root()) / "pyproject.toml").get("project", {})
+    optional = project.get("optional-dependencies", {})
+    unknown = [e for e in extras if e not in optional or e == "triton"]
+    if unknown:
+        raise UsageError(f"no extra {unknown[0]!r} to put in a wheelhouse; known: "
+                         f"{', '.join(sorted(set(optional) - {'triton'}))}")
+    reqs = list(project.get("dependencies", []))
+    for extra in extras:
+        reqs += optional[extra]
+    return reqs
+
+
+def download_argv(opts: WheelhouseOptions, reqs: list[str], python: str = sys.executable) -> list[str]:
+    argv = [python, "-m", "pip", "download", "--disable-pip-version-check", "--dest", str(opts.out)]
+    if opts.python_version or opts.platforms:
+        # pip resolves for another interpreter only from wheels (it cannot run a foreign sdist's build).
+        argv.append("--only-binary=:all:")
+        if opts.python_version:
+            argv += ["--python-version", opts.python_version]
+        for tag in opts.platforms:
+            argv += ["--platform", tag]
+    return argv + [*reqs, *BUILD_TOOLS]
+
+
+def make(opts: WheelhouseOptions, echo=None) -> list[Path]:
+    """Fill opts.out with the wheels; return them, sorted. Needs a package index (a connected machine)."""
+    root = project_root()
+    if opts.out.exists() and not opts.out.is_dir():
+        raise UsageError(f"{opts.out} exists and is not a folder")
+    opts.out.mkdir(parents=True, exist_ok=True)
+    steps = [
+        (download_argv(opts, requirements(root, opts.extras)), "download the host side's wheels"),
+        # reprokit's own wheel is pure Python: one build serves every target.
+        ([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", "--wheel-dir",
+          str(opts.out), str(root)], "build reprokit's wheel"),
+    ]
+    for argv, what in steps:
+        r = proc.run(argv, timeout=PIP_TIMEOUT_S, echo=echo)
+        if not r.ok:
+            why = "timed out" if r.timed_out else (proc.tail(r.stderr_tail, 1) or f"exited {r.returncode}")
+            raise ExecutorError(f"cannot {what}: pip {why}")
+    return sorted(opts.out.glob("*.whl"))
