@@ -84,11 +84,13 @@ class VenvExecutor(Executor):
                      [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec["requirements"]]]
         if spec["torch_index"]:
             steps[-1] += ["--extra-index-url", spec["torch_index"]]
-        for argv in steps:
-            r = proc.run(argv, timeout=3600)
-            if not r.ok:
-                last = r.stderr_tail.strip().splitlines()[-1:] or ["no output"]
-                raise ExecutorError(f"venv: building {stack.name} failed at `{' '.join(argv[:4])} ...`: {last[0]}")
+        with locks.run_scratch("prepare"):  # pip's build and unpack folders: gone with the run, killed or not
+            for argv in steps:
+                r = proc.run(argv, timeout=3600)
+                if not r.ok:
+                    last = r.stderr_tail.strip().splitlines()[-1:] or ["no output"]
+                    raise ExecutorError(f"venv: building {stack.name} failed at `{' '.join(argv[:4])} ...`: "
+                                        f"{last[0]}")
         try:
             (tmp / MARKER).write_text(json.dumps({"stack": stack.pins(), **spec}, indent=1, sort_keys=True))
         except OSError as e:

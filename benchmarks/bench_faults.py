@@ -1,0 +1,201 @@
+"""make bench-faults: kill `run`, `capture`, `bundle` and `prepare` at random moments and count
+what the kills left behind.
+
+For each verb: one clean run first (its wall time bounds the kill moments), then --count times:
+start the verb as a real process, wait a random moment within that time, send it a random one of
+SIGINT, SIGTERM, SIGHUP and SIGKILL, then run the verb again unkilled, as the user would next.
+Printed per verb, all of which must be 0:
+
+  partial   files a half-done run left: after a clean exit (SIGINT/TERM/HUP) anything at all in
+            the run's TMPDIR and any temp name, *.partial or stale lock in its output folders; after
+            the next run, the same again (what a SIGKILL left must be gone by then)
+  mixed     an output that is not whole: a capture whose plan and results name different cases,
+            a bundle that does not verify
+  orphans   kills after which a process of the run (it carries a marker in its environment)
+            was still alive 3 s later
+  failed    next runs that failed (a leftover in the way, a lock never released)
+
+Everything happens in a fresh folder: capture and run use the pinned stack's cached venv;
+prepare builds its venv in a cache of its own, from a small local stand-in wheel of the pinned
+triton (PIP_NO_INDEX), so that a build takes seconds and nothing of the shared cache is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reprokit.bundle.reader import verify  # noqa: E402
+from reprokit.config import load_config  # noqa: E402
+from tests.helpers.fake_capture import make_capture  # noqa: E402
+from tests.helpers.faults import Watched, half_done  # noqa: E402
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
+CASES = "block_ptr.p0,tensor_descriptor.p0"
+
+
+def stand_in_wheel(folder: Path, version: str) -> Path:
+    """A minimal pure-Python wheel called triton==version: what pip needs, nothing of Triton."""
+    name = f"triton-{version}-py3-none-any.whl"
+    files = {"triton/__init__.py": f'__version__ = "{version}"\n'.encode(),
+             f"triton-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: triton\nVersion: {version}\n".encode(),
+             f"triton-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\n"
+                                                   b"Tag: py3-none-any\n"}
+    record = "".join(f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},"
+                     f"{len(d)}\n" for p, d in files.items()) + f"triton-{version}.dist-info/RECORD,,\n"
+    files[f"triton-{version}.dist-info/RECORD"] = record.encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / name, "w") as z:
+        for p, d in files.items():
+            z.writestr(p, d)
+    return folder / name
+
+
+class Verb:
+    """One verb's command, the folders its leftovers may sit in, and how to judge its output."""
+
+    def __init__(self, name: str, args: list, outputs: list[Path], env: dict, reset=None, whole=None):
+        self.name, self.args, self.outputs, self.env = name, args, outputs, env
+        self.reset = reset or (lambda: None)      # drop the finished output, so the next run writes again
+        self.whole = whole or (lambda: True)      # is what stands at the output whole?
+
+
+def _capture_whole(out: Path) -> bool:
+    if not out.exists():
+        return True
+    try:
+        plan, results = (json.loads((out / n).read_text()) for n in ("plan.json", "results.json"))
+    except (OSError, ValueError):
+        return False
+    return [c["id"] for c in plan["cases"]] == [c["id"] for c in results["cases"]]
+
+
+def _bundles_whole(folder: Path) -> bool:
+    return all(verify(p) == [] for p in folder.glob("*.tgz"))
+
+
+def _drop(paths) -> None:
+    for p in paths:
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+def verbs(work: Path, stack: str, workers: int) -> list[Verb]:
+    tmp = work / "tmp"
+    tmp.mkdir()
+    env = {"TMPDIR": str(tmp)}
+    cap, bundles, run_out = work / "cap", work / "bundles", work / "run-bundles"
+    synthetic = make_capture(work / "synthetic", gemm_cases=3, ir_bytes=1 << 20, cubin_size=1 << 20)
+    cfg = load_config()
+    wheels = work / "wheels"
+    stand_in_wheel(wheels, cfg.stack(stack).triton)
+    prep_cache = work / "prepare-cache"
+    prep_env = {**env, "REPROKIT_CACHE": str(prep_cache), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
+    venvs = prep_cache / "venvs"
+    return [
+        Verb("run", ["run", "--gpu", "h100", "--executor", "venv", "--stacks", stack, "--cases", CASES,
+                     "--workers", workers, "--out", run_out], [run_out, tmp], env,
+             reset=lambda: _drop(run_out.glob("*.tgz")), whole=lambda: _bundles_whole(run_out)),
+        Verb("capture", ["capture", "--gpu", "h100", "--executor", "venv", "--stack", stack, "--cases", CASES,
+                         "--workers", workers, "--out", cap, "--force"], [work, tmp], env,
+             whole=lambda: _capture_whole(cap)),
+        Verb("bundle", ["bundle", synthetic, "--out", bundles], [bundles, tmp], env,
+             reset=lambda: _drop(bundles.glob("*.tgz")), whole=lambda: _bundles_whole(bundles)),
+        Verb("prepare", ["prepare", "--stacks", stack, "--executor", "venv"], [venvs, tmp], prep_env,
+             reset=lambda: _drop(p for p in venvs.glob(f"{stack}-*") if p.is_dir() and "reprokit-" not in p.name)),
+    ]
+
+
+def _tmp_left(tmp: Path) -> list[str]:
+    return sorted(str(tmp / n) for n in os.listdir(tmp))
+
+
+def one_verb(v: Verb, count: int, rng: random.Random, say) -> dict:
+    v.reset()
+    t0 = time.monotonic()
+    rc, _, err = Watched(v.args, env=v.env).wait(timeout=900)
+    span = time.monotonic() - t0
+    if rc != 0:
+        raise SystemExit(f"{v.name}: the clean run failed ({rc}): {err.strip().splitlines()[-1:]}")
+    tally = {"kills": 0, "partial": 0, "mixed": 0, "orphans": 0, "failed": 0, "span_s": round(span, 2)}
+    tmp = Path(v.env["TMPDIR"])
+    for i in range(count):
+        v.reset()
+        at, signum = rng.uniform(0, span), rng.choice(SIGNALS)
+        run = Watched(v.args, env=v.env)
+        time.sleep(at)
+        run.signal(signum)
+        run.wait(timeout=900)
+        tally["kills"] += 1
+        if run.orphans():
+            tally["orphans"] += 1
+            say(f"  {v.name} #{i} {signal.Signals(signum).name} at {at:.2f}s: orphans {run.orphans()}")
+        left = [] if signum == signal.SIGKILL else half_done(*v.outputs) + _tmp_left(tmp)
+        if not v.whole():
+            tally["mixed"] += 1
+            say(f"  {v.name} #{i}: output not whole after {signal.Signals(signum).name} at {at:.2f}s")
+        v.reset()
+        again = Watched(v.args, env=v.env)
+        rc, _, err = again.wait(timeout=900)
+        if rc != 0:
+            tally["failed"] += 1
+            say(f"  {v.name} #{i}: the next run failed ({rc}): {err.strip().splitlines()[-1:]}")
+        left += half_done(*v.outputs) + _tmp_left(tmp)
+        if left:
+            tally["partial"] += len(set(left))
+            say(f"  {v.name} #{i} {signal.Signals(signum).name} at {at:.2f}s left: {sorted(set(left))}")
+        if not v.whole():
+            tally["mixed"] += 1
+    return tally
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=int(os.environ.get("BENCH_FAULTS_COUNT") or 50),
+                    help="kills per verb (default 50, or $BENCH_FAULTS_COUNT)")
+    ap.add_argument("--verbs", default="run,capture,bundle,prepare")
+    ap.add_argument("--stack", default="triton-3.6-cu130")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
+    rng = random.Random(seed)
+
+    def say(msg):
+        print(msg, flush=True)
+
+    # The pinned stack's venv, built once outside the measurement (capture and run reuse it).
+    subprocess.run([sys.executable, "-m", "reprokit", "prepare", "--stacks", args.stack, "--executor", "venv"],
+                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    say(f"bench-faults: {args.count} kills per verb, seed {seed}, stack {args.stack}")
+    totals = {}
+    with tempfile.TemporaryDirectory(prefix="bench-faults-") as d:
+        work = Path(d)
+        for v in verbs(work, args.stack, args.workers):
+            if v.name not in args.verbs.split(","):
+                continue
+            t0 = time.monotonic()
+            totals[v.name] = one_verb(v, args.count, rng, say)
+            say(f"{v.name:8s} " + "  ".join(f"{k} {val}" for k, val in totals[v.name].items())
+                + f"  ({time.monotonic() - t0:.0f} s)")
+    bad = {k: sum(t[k] for t in totals.values()) for k in ("partial", "mixed", "orphans", "failed")}
+    say("total    " + "  ".join(f"{k} {v}" for k, v in bad.items()) + ("  OK" if not any(bad.values()) else "  FAIL"))
+    return 1 if any(bad.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
