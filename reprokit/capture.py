@@ -45,6 +45,10 @@ class Capture:
         return Origin(stack=self.stack.pins(), profile=self.profile.to_dict(), executor=self.executor_facts(),
                       mode=self.mode)
 
+    def harness_errors(self) -> list[str]:
+        """Ids of the cases that failed in the harness itself: a fault of ours, not a result."""
+        return harness_errors(self.results)
+
     def warnings(self) -> list[str]:
         """What the user set that this stack ignores: knob-like variables its Triton never reads."""
         env = json.loads((self.out_dir / "env.json").read_text())
@@ -52,8 +56,18 @@ class Capture:
                 if k.get("set")]
 
 
-def check_out_dir(out_dir: Path, force: bool) -> bool:
-    """Refuse a non-empty out_dir unless forced; True when it holds something to replace."""
+def harness_errors(results: dict) -> list[str]:
+    return [c["id"] for c in results.get("cases", []) if c.get("status") == "harness_error"]
+
+
+def harness_error_message(where: str, ids: list[str]) -> str:
+    """What a verb says (and exits 4 on) when cases failed in the harness rather than the compiler."""
+    return (f"{where}: {len(ids)} case(s) failed in the harness, not in the compiler, so they prove nothing: "
+            f"{', '.join(ids)} (each case's compile.log has the traceback)")
+
+
+def check_out_dir(out_dir: Path, force: bool) -> None:
+    """Refuse an out_dir that is not a folder, or holds something and may not be replaced."""
     out_dir = Path(out_dir)
     try:
         if out_dir.exists() and not out_dir.is_dir():

@@ -1,10 +1,14 @@
 """A run over several stacks: capture each, bundle each, and the cross-stack verdict grid.
 
 One stack's failure (image build, harness crash, engine down) is recorded and the others go on.
+Each capture is made in the bundles' own folder, as <out>/<stack>-<gpu>, and removed once
+bundled; what failed stays there (<stack>-<gpu>.failed, or the capture the writer refused), so
+the logs are where the error message says.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -27,6 +31,7 @@ class StackOutcome:
     results: dict | None
     error: str | None
     warnings: tuple = ()
+    harness_errors: tuple = ()  # cases that failed in the harness: the bundle holds them, the run exits 4
 
     @property
     def ok(self) -> bool:
@@ -45,16 +50,21 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
     except OSError as e:
         raise FileSystemError.of(bundle.out_dir, e, "cannot create the bundle folder") from None
     locks.check_writable(bundle.out_dir, "probe")  # before any suite runs, not after
-    with locks.run_scratch("run") as scratch:
+    with locks.run_scratch("run"):
         for stack in stacks:
             if progress:
                 progress(stack.name, "capturing")
             try:
-                cap = capture(stack, executor, scratch / stack.name, _options_for(options, stack))
+                # Captured beside its bundle, so a failed run's logs stay where the error says.
+                # The folder is ours (named for this stack and profile): a leftover of an earlier run goes.
+                where = Path(bundle.out_dir) / f"{stack.name}-{options.profile.key}"
+                cap = capture(stack, executor, where, replace(_options_for(options, stack), force=True))
                 if progress:
                     progress(stack.name, "bundling")
                 path = write_bundle(cap.out_dir, cap.origin(), bundle)
-                outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings())))
+                outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings()),
+                                             tuple(cap.harness_errors())))
+                shutil.rmtree(cap.out_dir)
             except (FileSystemError, OutputBusy):
                 raise  # the output itself is unusable: every other stack would fail the same way
             except ReprokitError as e:

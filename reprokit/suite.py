@@ -76,10 +76,33 @@ def _validate(cases: list[dict], where: str) -> None:
             raise ConfigError(f"{where}: case {cid!r} control {c['control']!r} is not one of {', '.join(CONTROLS)}")
         if c.get("expect", "tma") not in EXPECT:
             raise ConfigError(f"{where}: case {cid!r} expect {c.get('expect')!r} is not one of {', '.join(EXPECT)}")
+        _validate_reject(c, f"{where}: case {cid!r}")
     for c in cases:
         gate = c.get("gated_by")
         if gate and gate not in seen:
             raise ConfigError(f"{where}: case {c['id']!r} is gated by unknown case {gate!r}")
+
+
+def _validate_reject(case: dict, where: str) -> None:
+    """`reject`: the compile errors a negative control may end in, each {triton, pass, message}."""
+    rules = case.get("reject", [])
+    if rules and case.get("expect", "tma") != "no-tma":
+        raise ConfigError(f"{where}: only a case that expects no-tma names rejections")
+    if not isinstance(rules, list):
+        raise ConfigError(f"{where}: reject must be a list of tables")
+    for r in rules:
+        if not isinstance(r, dict) or not isinstance(r.get("message"), str) or set(r) - {"triton", "pass", "message"}:
+            raise ConfigError(f"{where}: each reject entry is {{triton, pass, message}} with a message, not {r!r}")
+        try:
+            re.compile(r["message"])
+        except re.error as e:
+            raise ConfigError(f"{where}: reject message /{r['message']}/ is not a regular expression: {e}") from None
+        spec = r.get("triton", "")
+        if spec and not all(_VERSION_CLAUSE.match(part) for part in spec.split(",")):
+            raise ConfigError(f"{where}: reject triton {spec!r} is not a version spec such as '>=3.4,<3.7'")
+
+
+_VERSION_CLAUSE = re.compile(r"^\s*(>=|<=|==|>|<)?\s*\d+(\.\d+)*\s*$")
 
 
 def select(cases: list[dict], only: str | None) -> list[dict]:
@@ -112,6 +135,7 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
             "divisible_by_16": list(c.get("divisible_by_16", [])),
             "num_warps": int(c["num_warps"]), "num_stages": int(c["num_stages"]),
             "requires": list(c.get("requires", [])), "expect": c.get("expect", "tma"),
+            "reject": [dict(r) for r in c.get("reject", [])],
             "gated_by": c.get("gated_by"), "timeout_s": float(timeout_s or c.get("timeout_s", default_timeout)),
             # Triton unless it says otherwise ("cuda": kernels/cuda/, built with nvcc).
             **({"language": c["language"]} if c.get("language", "triton") != "triton" else {}),

@@ -56,7 +56,7 @@ def problems(plan: dict, results: dict, ir: dict) -> list[str]:
         counts, lines = _recount(cid, rec, ir)
         out += lines
         gate = judged.get(case.get("gated_by")) if case.get("gated_by") else None
-        again = oracle.judge(case, {**rec, "tma": counts}, gate)
+        again = oracle.judge(case, {**rec, "tma": counts}, gate, results.get("triton"))
         judged[cid] = {**rec, **again}
         for key in ("verdict", "met"):
             if rec.get(key) != again[key]:

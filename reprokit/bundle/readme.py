@@ -5,22 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-TMA_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
+from reprokit.harness.rows import case_cells
+
+ROW_COLUMNS = ("id", "family", "control", "expect", "verdict", "met", "status", "tma", "reason")
 
 
 def verdict_rows(results: dict) -> list[dict]:
     """One row of strings per case: id, family, control, expect, verdict, met, status, tma, reason."""
-    rows = []
-    for c in results.get("cases", []):
-        tma = c.get("tma") or {}
-        rows.append({
-            "id": c["id"], "family": c.get("family", ""), "control": c.get("control", ""),
-            "expect": c.get("expect", ""), "verdict": c.get("verdict", ""),
-            "met": {True: "yes", False: "no"}.get(c.get("met"), "-"), "status": c.get("status", ""),
-            "tma": " ".join(f"{lv}={tma[lv]}" for lv in TMA_LEVELS if tma.get(lv) is not None) or "-",
-            "reason": c.get("reason", ""),
-        })
-    return rows
+    return [{k: cells[k] for k in ROW_COLUMNS} for cells in map(case_cells, results.get("cases", []))]
 
 
 def verdict_summary(results: dict) -> str:

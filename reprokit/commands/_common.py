@@ -59,6 +59,15 @@ def gpu_from_args(args, profile, requested: str):
                        cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"), say=say)
 
 
+def run_options(args, profile, **more):
+    """RunOptions from the arguments add_run_args() made: the GPU options for this host (mode
+    said once), workers, cases and timeout; `more` adds the verb's own (force, plan...)."""
+    from reprokit.options import RunOptions
+
+    gpu = gpu_from_args(args, profile, args.mode)
+    return RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout, **more)
+
+
 def console() -> Console:
     # Tables are wide; a pipe or CI log gets 200 columns rather than rich's 80.
     c = Console(highlight=False)
@@ -92,20 +101,33 @@ def print_grid(outcomes, title: str) -> None:
             say(f"{o.stack}: warning: {w}")
 
 
+def outcomes_exit_code(outcomes) -> int:
+    """What `run` and `replay` exit with: 3 when a stack could not run, 4 when cases failed in the
+    harness (said once per stack), else 0."""
+    from reprokit.capture import harness_error_message
+    from reprokit.errors import ExecutorError, HarnessError
+
+    for o in outcomes:
+        if o.harness_errors:
+            say(f"reprokit: {harness_error_message(o.stack, list(o.harness_errors))}")
+    if not all(o.ok for o in outcomes):
+        return ExecutorError.exit_code
+    return HarnessError.exit_code if any(o.harness_errors for o in outcomes) else 0
+
+
 def verdict_table(cases: list[dict], title: str | None = None) -> Table:
     from reprokit.harness.oracle import LEVELS
+    from reprokit.harness.rows import case_cells
 
+    columns = ("id", "status", "verdict", "expect", "met", *LEVELS, "shared_bytes", "launch")
+    style = {("met", "yes"): "[green]yes[/]", ("met", "no"): "[red]no[/]", ("launch", "no"): "[yellow]no[/]"}
     t = Table(title=title, show_lines=False)
-    for col in ("case", "status", "verdict", "expect", "met", *LEVELS, "smem", "launch"):
-        t.add_column(col, justify="right" if col in LEVELS or col == "smem" else "left", no_wrap=col == "case")
+    for col in columns:
+        name = {"id": "case", "shared_bytes": "smem"}.get(col, col)
+        t.add_column(name, justify="right" if col in LEVELS or col == "shared_bytes" else "left", no_wrap=col == "id")
     for c in cases:
-        tma = c.get("tma") or {}
-        launch = c.get("launch")
-        met = {True: "[green]yes[/]", False: "[red]no[/]"}.get(c.get("met"), "-")
-        t.add_row(c["id"], c["status"], c["verdict"], c.get("expect", "-"), met,
-                  *[str(tma[lv]) if lv in tma else "-" for lv in LEVELS],
-                  str((c.get("metadata") or {}).get("shared_bytes", "-")),
-                  "-" if not launch else ("ok" if launch["fits"] else "[yellow]no[/]"))
+        cells = case_cells(c)
+        t.add_row(*[style.get((col, cells[col]), cells[col]) for col in columns])
     return t
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reprokit.capture import capture, check_out_dir
-from reprokit.commands._common import add_run_args, console, flat_case, gpu_from_args, say, verdict_table
+from reprokit.capture import capture, check_out_dir, harness_error_message
+from reprokit.commands._common import add_run_args, console, flat_case, run_options, say, verdict_table
 from reprokit.config import load_config
-from reprokit.errors import UsageError
+from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import RunOptions
 
 
 def add_parser(sub) -> None:
@@ -32,24 +31,33 @@ def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
     check_out_dir(args.out, args.force)
-    gpu = gpu_from_args(args, profile, args.mode)
-    options = RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout,
-                         force=args.force)
+    options = run_options(args, profile, force=args.force)
     if args.executor == "local":
         stack = local_stack()
     else:
         if not args.stack:
             raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
         stack = cfg.stack(args.stack)
-    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=[stack]) as executor:
+    with make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
+                       stacks=[stack]) as executor:
         cap = capture(stack, executor, args.out, options)
     cases = cap.results["cases"]
     for w in cap.warnings():
         say(f"warning: {w}")
+    problem = harness_error_message(f"{stack.name} ({cap.out_dir})", cap.harness_errors()) \
+        if cap.harness_errors() else None
     if args.json:
+        # One JSON document either way: a run with harness faults carries its error in it.
         print(json.dumps({"stack": stack.name, "gpu": profile.key, "mode": cap.mode, "out": str(cap.out_dir),
-                          "warnings": cap.warnings(), "cases": [flat_case(c) for c in cases]}, indent=1))
-    else:
-        console().print(verdict_table(cases, title=f"{stack.name} (triton {cap.results['triton']}) on {profile.key}, {cap.mode}"))
-        say(f"capture written to {cap.out_dir}")
+                          "warnings": cap.warnings(), "harness_errors": cap.harness_errors(), "error": problem,
+                          "cases": [flat_case(c) for c in cases]}, indent=1))
+        if problem:
+            say(f"reprokit: {problem}")
+            return HarnessError.exit_code
+        return 0
+    console().print(verdict_table(cases, title=f"{stack.name} (triton {cap.results['triton']}) on {profile.key}, "
+                                                f"{cap.mode}"))
+    say(f"capture written to {cap.out_dir}")
+    if problem:
+        raise HarnessError(problem)
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from reprokit.capture import harness_error_message
 from reprokit.commands._common import EXECUTORS, add_gpu_args, console, gpu_from_args, say
 from reprokit.compare.render import change_lines, grid_table
 from reprokit.compare.replay import bundle_profile, bundle_stack, replay
@@ -68,11 +69,15 @@ def run(args) -> int:
         result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
                         workers=args.workers, cases=args.cases, progress=progress)
     grid = result.grid
+    for o in result.outcomes:
+        if o.harness_errors:
+            say(f"reprokit: {harness_error_message(o.stack, list(o.harness_errors))}")
     if args.json:
         print(json.dumps({"parent": result.parent, "bundle": result.bundle, "own_stack": result.own_stack,
                           "reproduced": result.reproduced, "exit_code": result.exit_code,
                           "stacks": [{"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None,
-                                      "error": o.error} for o in result.outcomes],
+                                      "error": o.error, "harness_errors": list(o.harness_errors)}
+                                     for o in result.outcomes],
                           "grid": grid.to_dict()}, indent=1))
         return result.exit_code
     title = f"replay of {result.bundle} on {profile.key}, {gpu.mode}, executor {executor.name}"

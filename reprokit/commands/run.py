@@ -8,11 +8,11 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reprokit.commands._common import add_run_args, console, gpu_from_args, print_grid, say
+from reprokit.commands._common import add_run_args, console, outcomes_exit_code, print_grid, run_options, say
 from reprokit.config import load_config
-from reprokit.errors import ExecutorError, UsageError
+from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import BundleOptions, RunOptions
+from reprokit.options import BundleOptions
 from reprokit.runs import run_stacks
 
 def add_parser(sub) -> None:
@@ -40,8 +40,8 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = cfg.select_stacks(args.stacks)
-    gpu = gpu_from_args(args, profile, args.mode)
-    options = RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout)
+    options = run_options(args, profile)
+    gpu = options.gpu
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
             Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
@@ -56,8 +56,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"gpu": profile.key, "mode": gpu.mode, "executor": executor.name, "stacks": [
             {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,
-             "warnings": list(o.warnings)} for o in outcomes]},
+             "warnings": list(o.warnings), "harness_errors": list(o.harness_errors)} for o in outcomes]},
             indent=1))
     else:
         print_grid(outcomes, f"TMA verdicts on {profile.key} ({profile.arch}), {gpu.mode}, executor {executor.name}")
-    return 0 if all(o.ok for o in outcomes) else ExecutorError.exit_code
+    return outcomes_exit_code(outcomes)

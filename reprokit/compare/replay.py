@@ -37,6 +37,8 @@ class Replay:
     def exit_code(self) -> int:
         if self.grid.failed:
             return 3
+        if any(o.harness_errors for o in self.outcomes):
+            return 4  # cases failed in the harness, not the compiler: nothing to compare them by
         return 1 if self.grid.moved else 0
 
 

@@ -4,4 +4,16 @@ It must import nothing from the host side of reprokit, run on Python >= 3.9, and
 unchanged on every Triton from 3.0 to the newest release.
 """
 
+import json
+import os
+
 FORMAT = 1
+
+
+def write_json(path: str, data) -> None:
+    """Write a JSON document whole or not at all: a reader (the runner, the host) never sees half."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)

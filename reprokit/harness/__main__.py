@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-from reprokit.harness import FORMAT
+from reprokit.harness import FORMAT, write_json
 
 
 def _stop(signum, frame):
@@ -70,6 +70,10 @@ def main(argv=None) -> int:
     log("harness: done in %.1f s: %s%s" % (
         results["wall_s"], ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
         f"; SASS of {cached} of {len(sass)} cubins from the cache" if cached else ""))
+    faults = [c["id"] for c in results["cases"] if c["status"] == "harness_error"]
+    if faults:
+        # The results stand as written (the host exits non-zero on them); the log says it plainly.
+        log(f"harness: {len(faults)} case(s) failed in the harness, not in the compiler: {', '.join(faults)}")
     return 0
 
 
@@ -107,12 +111,7 @@ def _fork_snapshot(out: str, gpu: bool) -> int:
             os.dup2(fd, 2)
             from reprokit.harness import envsnap
 
-            data = envsnap.snapshot(gpu=gpu)
-            tmp = os.path.join(out, "env.json.tmp")
-            with open(tmp, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-                f.write("\n")
-            os.replace(tmp, os.path.join(out, "env.json"))
+            write_json(os.path.join(out, "env.json"), envsnap.snapshot(gpu=gpu))
             code = 0
         except BaseException:
             import traceback

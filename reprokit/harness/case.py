@@ -8,7 +8,6 @@ the record from the exit status and compile.log instead.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -18,7 +17,7 @@ import time
 import traceback
 import types
 
-from reprokit.harness import compat, elf, oracle
+from reprokit.harness import compat, elf, oracle, write_json
 
 # Triton's asm keys, in pipeline order, and the file suffix each is written under.
 STAGES = (("ttir", "ttir"), ("ttgir", "ttgir"), ("llir", "llir"), ("ptx", "ptx"), ("cubin", "cubin"))
@@ -129,13 +128,15 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
     import triton
 
+    # Built before the compile's `try`: a fault of ours here is a harness error, never a result.
+    target = compat.gpu_target(plan["profile"]["capability"])
+    options = compat.compile_options(case["num_warps"], case["num_stages"])
     recorder = PtxasRecorder()
     recorder.install()
-    target = compat.gpu_target(plan["profile"]["capability"])
     t0 = time.perf_counter()
     try:
-        compiled = triton.compile(src, target=target, options=compat.compile_options(case["num_warps"], case["num_stages"]))
-    except Exception as e:  # noqa: BLE001 - any compiler exception is this case's result, by design
+        compiled = triton.compile(src, target=target, options=options)
+    except Exception as e:  # noqa: BLE001 - what the compiler raises is this case's result, by design
         rec["compile_s"] = round(time.perf_counter() - t0, 4)
         removed = compat.removed_api(e)
         rec.update(status="unsupported" if removed else "compile_error", error=removed or _one_line(e),
@@ -290,6 +291,9 @@ def _cache_put(cache: str, key: str, text: str) -> None:
 def _one_line(e: BaseException) -> str:
     """The most telling line of a compiler exception (MLIR diagnostics, ptxas fatals, Triton's message)."""
     lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if lines and not lines[-1].strip("^~ ") and e.__cause__ is not None:
+        # 3.3/3.4 CompilationErrors end at the source line's caret; the words are in the cause.
+        return _one_line(e.__cause__)
     fatal = next((ln for ln in lines if re.search(r"\bfatal\s*:", ln)), None)
     if fatal and fatal != lines[0]:  # the tool's own complaint beats Triton's wrapper line
         return f"{lines[0].rstrip(':')}: {fatal}"[:500]
@@ -325,10 +329,7 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for
             rec = _harness_error(case, e)
     sys.stdout.flush()
     sys.stderr.flush()
-    tmp = os.path.join(case_dir, "metadata.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(rec, f, indent=1, sort_keys=True)
-    os.replace(tmp, os.path.join(case_dir, "metadata.json"))
+    write_json(os.path.join(case_dir, "metadata.json"), rec)
     return 0
 
 

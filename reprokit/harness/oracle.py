@@ -1,5 +1,10 @@
 """The TMA oracle: TMA markers per IR level, and a verdict per case against its expectation.
 
+A negative control (expect no-tma) is met by a clean compile with no TMA, or by a compile error
+that is the rejection the case names for this release (`reject`: Triton versions, the failing
+pass, a pattern of the compiler's words). Any other compile error proves nothing about the
+broken invariant (a harness fault, a different limit) and is `error`, not met.
+
 Markers count TMA *data movement* (loads, stores, gathers, reductions). Descriptor set-up
 (tensormap creation, fences, waits) is counted apart in `tma_ops` as evidence but does not
 make a kernel "emit TMA" by itself. Op names changed across Triton versions: 3.0 spells the
@@ -96,8 +101,9 @@ def scan_all(texts: dict) -> tuple[dict, dict]:
 _DECIDING = ("sass", "ptx", "ttgir")
 
 
-def judge(case: dict, result: dict, gate: dict | None) -> dict:
-    """The verdict for one case. `gate` is the result of the case named by `gated_by`, if any.
+def judge(case: dict, result: dict, gate: dict | None, triton: str | None = None) -> dict:
+    """The verdict for one case. `gate` is the result of the case named by `gated_by`, if any;
+    `triton` the version that compiled it (which of the case's `reject` rules apply).
 
     Returns {"verdict", "met", "reason"}; `met` is None when the expectation cannot be judged.
     """
@@ -113,7 +119,7 @@ def judge(case: dict, result: dict, gate: dict | None) -> dict:
         return _v("crashed", False, result.get("error") or "compiler crashed")
     if status == "compile_error":
         if expect == "no-tma":
-            return _v("rejected", True, "compiler refused the broken invariant: " + (result.get("error") or ""))
+            return _judge_rejection(case, result, triton)
         return _v("error", False, result.get("error") or "compile error")
     if status != "ok":
         return _v("error", None, result.get("error") or status)
@@ -128,6 +134,61 @@ def judge(case: dict, result: dict, gate: dict | None) -> dict:
     met = emitted == (expect == "tma")
     where = ", ".join(f"{lv}={counts[lv]}" for lv in LEVELS if lv in counts)
     return _v(verdict, met, f"{'TMA' if emitted else 'no TMA'} at {level} ({where}); expected {expect}")
+
+
+def _judge_rejection(case: dict, result: dict, triton: str | None) -> dict:
+    words = result.get("error") or ""
+    rules = case.get("reject")
+    if rules is None:  # a plan from before rejections were named: judged as it was then
+        return _v("rejected", True, "compiler refused the broken invariant: " + words)
+    mine = [r for r in rules if version_in(triton, r.get("triton", ""))]
+    if not mine:
+        return _v("error", False, f"compile error, but the case names no rejection for triton {triton}: {words}")
+    for r in mine:
+        if rejection_matches(r, result):
+            return _v("rejected", True, "compiler refused the broken invariant as expected: " + words)
+    want = "; ".join(_describe(r) for r in mine)
+    return _v("error", False, f"compile error, but not the expected rejection ({want}): {words}")
+
+
+def rejection_matches(rule: dict, result: dict) -> bool:
+    """The compile error is the one `rule` names: its pass (when named) failed, and its words match."""
+    if rule.get("pass") and result.get("failing_pass") != rule["pass"]:
+        return False
+    return re.search(rule["message"], result.get("error") or "") is not None
+
+
+def _describe(rule: dict) -> str:
+    where = f"in {rule['pass']}, " if rule.get("pass") else ""
+    return f"{where}/{rule['message']}/"
+
+
+_CLAUSE = re.compile(r"^\s*(>=|<=|==|>|<)?\s*(\d+(?:\.\d+)*)\s*$")
+
+
+def _vtuple(text: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def version_in(version: str | None, spec: str) -> bool:
+    """Whether a Triton version is in a spec such as ">=3.4,<3.7" or "3.3" (every 3.3.x); an
+    empty spec holds every version. A spec that cannot be read holds none."""
+    if not spec.strip():
+        return True
+    if not version:
+        return False
+    have = _vtuple(version)
+    for clause in spec.split(","):
+        m = _CLAUSE.match(clause)
+        if not m:
+            return False
+        op, want = m.group(1) or "==", _vtuple(m.group(2))
+        mine = have[:len(want)] if op == "==" else have
+        ok = {"==": mine == want, ">=": have >= want, "<=": have[:len(want)] <= want, ">": have[:len(want)] > want,
+              "<": have < want}[op]
+        if not ok:
+            return False
+    return True
 
 
 def _v(verdict: str, met, reason: str) -> dict:

@@ -21,7 +21,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, case as case_mod, compat, oracle, reproducer
+from reprokit.harness import FORMAT, case as case_mod, compat, oracle, reproducer, rows, write_json
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
 _PASS_RES = (
@@ -29,6 +29,9 @@ _PASS_RES = (
     re.compile(r"Pipeline failed while executing \[?`(\w+)`"),
     re.compile(r"Running pass '([^']+)'"),
 )
+# The exit status of a case's process when reprokit's own code failed in it (see _spawn): a
+# fault of the harness, which must never read as the compiler's crash.
+HARNESS_FAULT_EXIT = 70
 _CRASH_LINE = re.compile(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|.*\berror: .*|Segmentation fault.*)")
 
 
@@ -90,7 +93,7 @@ def _spawn(job: Job, plan: dict, kernels_dir: str) -> None:
     runner_pid = os.getpid()
     pid = os.fork()
     if pid == 0:  # child
-        code = 70
+        code = HARNESS_FAULT_EXIT
         try:
             die_with_parent(runner_pid)
             os.close(wake_r)
@@ -184,6 +187,9 @@ def _finish(job: Job, status: int | None, timed_out: bool) -> tuple[dict, str]:
         rec = {"id": job.case["id"], "artifacts": {}}
         if timed_out:
             rec.update(status="timeout", error=f"no result after {job.timeout_s:g} s: killed", signal="SIGKILL")
+        elif exit_code == HARNESS_FAULT_EXIT:
+            last = (log.strip().splitlines() or ["no output"])[-1].strip()
+            rec.update(status="harness_error", error=f"the harness failed in the case's process: {last[:300]}")
         else:
             m = _CRASH_LINE.search(log)
             what = m.group(1).strip() if m else None
@@ -362,7 +368,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
             except ProcessLookupError:
                 pass
         shutil.rmtree(scratch_root, ignore_errors=True)
-    judged = _judge_all(plan, records)
+    judged = _judge_all(plan, records, triton.__version__)
     # One standalone script per case (only Triton needed), in the form this release's ASTSource takes.
     for cid, why in reproducer.write_all(plan, kernels_dir, out_dir, judged, form=compat.astsource_form(),
                                          triton_version=triton.__version__):
@@ -374,12 +380,12 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         "workers": workers, "mode": plan.get("mode", "compile-only"),
         "cases": judged,
     }
-    _write_json(os.path.join(out_dir, "results.json"), results)
+    write_json(os.path.join(out_dir, "results.json"), results)
     write_summary(os.path.join(out_dir, "summary.tsv"), results)
     return results
 
 
-def _judge_all(plan: dict, records: dict) -> list:
+def _judge_all(plan: dict, records: dict, triton_version: str) -> list:
     out = []
     by_id = {}
     for c in plan["cases"]:  # plan order: a P2's gate (its family's P0) is judged before it
@@ -387,7 +393,7 @@ def _judge_all(plan: dict, records: dict) -> list:
         rec["artifacts"] = {k: f"cases/{c['id']}/{v}" for k, v in rec.get("artifacts", {}).items()}
         rec.update(family=c["family"], control=c["control"], expect=c.get("expect", "tma"))
         gate = by_id.get(c.get("gated_by")) if c.get("gated_by") else None
-        rec.update(oracle.judge(c, rec, gate))
+        rec.update(oracle.judge(c, rec, gate, triton_version))
         by_id[c["id"]] = rec
         out.append(rec)
     return out
@@ -397,34 +403,13 @@ SUMMARY_COLUMNS = ("id", "family", "control", "status", "verdict", "expect", "me
                    "ptx", "sass", "shared_bytes", "launch", "compile_s")
 
 
-def summary_row(r: dict) -> dict:
-    tma = r.get("tma") or {}
-    launch = r.get("launch")
-    return {
-        "id": r["id"], "family": r["family"], "control": r["control"], "status": r["status"],
-        "verdict": r["verdict"], "expect": r["expect"], "met": {True: "yes", False: "no"}.get(r.get("met"), "-"),
-        **{lv: str(tma[lv]) if lv in tma else "-" for lv in oracle.LEVELS},
-        "shared_bytes": str((r.get("metadata") or {}).get("shared_bytes", "-")),
-        "launch": "-" if not launch else ("ok" if launch["fits"] else "no"),
-        "compile_s": f"{r['compile_s']:.2f}" if r.get("compile_s") is not None else "-",
-    }
-
-
 def write_summary(path: str, results: dict) -> None:
     lines = ["\t".join(SUMMARY_COLUMNS)]
     for r in results["cases"]:
-        row = summary_row(r)
+        row = rows.case_cells(r)
         lines.append("\t".join(row[c] for c in SUMMARY_COLUMNS))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-
-
-def _write_json(path: str, data) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def _harness_version() -> str:

@@ -146,3 +146,17 @@ def test_a_knob_the_stack_never_reads_is_a_warning(tmp_path, repo_root, stack_re
     assert json.loads(p.stdout)["warnings"] == [
         "TRITON_TMA_ENABLE is set, but triton 3.0.0 reads TRITON_TMA_ENABLE nowhere (Python sources and libtriton)"]
     assert "warning: TRITON_TMA_ENABLE is set" in p.stderr
+
+
+def test_a_run_keeps_a_failed_stacks_logs_where_its_message_says(tmp_path, config):
+    from reprokit.config import Stack
+    from reprokit.options import BundleOptions
+    from reprokit.runs import run_stacks
+
+    out = tmp_path / "bundles"
+    (outcome,) = run_stacks([Stack("local", "3.6.0")], _DyingExecutor(), opts(config.gpu("h100"), only="block_ptr.p0"),
+                            BundleOptions(out))
+    failed = out / "local-h100.failed"
+    assert not outcome.ok and f"(logs in {failed})" in outcome.error
+    assert (failed / "plan.json").is_file() and (failed / "logs").is_dir()
+    assert sorted(p.name for p in out.iterdir()) == ["local-h100.failed"]  # no half capture, no bundle

@@ -53,6 +53,14 @@ def test_no_negative_control_emits_tma(release):
             assert not any((c.get("tma") or {}).values()), c["id"]
 
 
+def test_every_refused_negative_control_is_the_rejection_the_suite_names(release):
+    """suite.toml's `reject` rules hold on each release: its words, its pass."""
+    stack, cap = release
+    for c in cap.results["cases"]:
+        if c["control"] == "P1" and c["status"] == "compile_error":
+            assert c["verdict"] == "rejected" and c["met"] is True, (stack, c["id"], c["reason"])
+
+
 def test_triton_3_2_aborts_on_the_aggressive_128x128x128_gemm(captured):
     # A LinearLayout assertion in 3.2.0's TTGIR lowering; 3.0/3.1 and 3.3 compile the same kernel.
     c = by_id(captured("triton-3.2-cu129"))["experimental_descriptor.gemm-128x128x128-w16-s4"]

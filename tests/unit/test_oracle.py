@@ -77,6 +77,56 @@ def test_negative_control_refused_cleanly_is_met_but_a_crash_is_not():
     assert v["verdict"] == "crashed" and v["met"] is False
 
 
+HOST_P1 = {"id": "host_descriptor.p1", "expect": "no-tma", "reject": [
+    {"triton": ">=3.4,<3.7", "pass": "TritonNvidiaGPUTMALoweringPass",
+     "message": "TMA copies must have between 1 and 5 coordinates"},
+    {"triton": ">=3.7", "pass": "TritonNvidiaGPUTMALoweringPass", "message": "op must have between 1 and 5 coordinates"},
+]}
+WORDS_36 = "'ttng.async_tma_copy_global_to_local' op TMA copies must have between 1 and 5 coordinates"
+WORDS_37 = "'ttng.async_tma_copy_global_to_local' op must have between 1 and 5 coordinates"
+
+
+def _p1(error, triton, failing_pass="TritonNvidiaGPUTMALoweringPass"):
+    return oracle.judge(HOST_P1, {"status": "compile_error", "error": error, "failing_pass": failing_pass}, None,
+                        triton)
+
+
+def test_a_p1_is_met_only_by_the_rejection_it_names_for_its_release():
+    assert _p1(WORDS_36, "3.6.0")["verdict"] == "rejected" and _p1(WORDS_36, "3.6.0")["met"] is True
+    assert _p1(WORDS_37, "3.7.1")["met"] is True and _p1(WORDS_37, "3.9.0")["met"] is True
+    # Each release's words are its own: 3.6's rule does not hold on 3.4's neighbours by accident.
+    assert _p1(WORDS_37, "3.5.0")["verdict"] == "error"
+
+
+@pytest.mark.parametrize("error, triton, failing_pass, why", [
+    ("KeyError: 'num_stage'", "3.6.0", None, "not the expected rejection"),                # a harness bug
+    ("num_warps must be a power of 2", "3.6.0", None, "not the expected rejection"),       # bad options
+    (WORDS_36, "3.6.0", "TritonGPUAccelerateMatmul", "not the expected rejection"),         # another pass
+    (WORDS_36, "3.3.1", "TritonNvidiaGPUTMALoweringPass", "names no rejection for triton 3.3.1"),
+    (WORDS_36, None, "TritonNvidiaGPUTMALoweringPass", "names no rejection for triton None"),
+])
+def test_a_p1_rejected_for_the_wrong_reason_is_an_error_not_met(error, triton, failing_pass, why):
+    v = _p1(error, triton, failing_pass)
+    assert v["verdict"] == "error" and v["met"] is False and why in v["reason"], v
+
+
+def test_a_p1_that_names_no_rejection_is_an_error_on_any_compile_error():
+    case = {"id": "block_ptr.p1", "expect": "no-tma", "reject": []}
+    v = oracle.judge(case, {"status": "compile_error", "error": "whatever"}, None, "3.6.0")
+    assert v["verdict"] == "error" and v["met"] is False
+    assert oracle.judge(case, {"status": "ok", "tma": {"sass": 0}}, None, "3.6.0")["met"] is True
+
+
+@pytest.mark.parametrize("version, spec, holds", [
+    ("3.4.0", ">=3.4,<3.7", True), ("3.6.0", ">=3.4,<3.7", True), ("3.7.1", ">=3.4,<3.7", False),
+    ("3.3.1", "3.3", True), ("3.3.1", "==3.3.1", True), ("3.3.0", "==3.3.1", False), ("3.10.0", ">=3.7", True),
+    ("3.9.1", "<=3.9", True), ("3.9.5", ">3.9", False), ("3.10.0", ">3.9", True), ("3.0.0", "", True),
+    ("3.5.0", "~3.5", False), ("3.5.0+git1234", ">=3.5", True),
+])
+def test_version_specs(version, spec, holds):
+    assert oracle.version_in(version, spec) is holds
+
+
 def test_stress_case_is_inconclusive_when_its_p0_shows_no_tma():
     v = _judge("tma", tma={"sass": 2}, gate={"verdict": "no-tma"})
     assert v["verdict"] == "inconclusive" and v["met"] is None

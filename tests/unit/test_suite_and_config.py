@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reprokit import suite as suite_mod
-from reprokit.config import load_config
+from reprokit.config import Stack, load_config
 from reprokit.errors import ConfigError, UsageError
 
 
@@ -31,8 +31,47 @@ def test_unknown_profile_and_stack_name_the_known_ones(cfg):
 
 
 def test_stack_spec_hash_changes_with_pins(cfg):
+    from dataclasses import replace
+
     s = cfg.stack("triton-3.5-cu130")
-    assert s.spec_hash() == s.spec_hash() and s.spec_hash("Dockerfile v1") != s.spec_hash("Dockerfile v2")
+    # Equal pins in a separately made Stack give the same hash: it depends on the pins alone.
+    assert Stack.from_pins(dict(s.pins())).spec_hash() == s.spec_hash()
+    hashes = {s.spec_hash(), replace(s, triton="3.5.1").spec_hash(), replace(s, torch="2.9.1").spec_hash(),
+              replace(s, torch_index=None).spec_hash(), replace(s, extra={"note": "x"}).spec_hash()}
+    assert len(hashes) == 5
+    assert s.spec_hash("Dockerfile v1") != s.spec_hash("Dockerfile v2") != s.spec_hash()
+
+
+def _suite_with_p1(**p1) -> dict:
+    suite = suite_mod.load_suite()
+    for c in suite["cases"]:
+        if c["id"] == "tensor_descriptor.p1":
+            c.update(p1)
+    return suite
+
+
+def test_negative_controls_name_their_rejections_in_the_plan(cfg):
+    plan = suite_mod.build_plan(cfg.gpu("h100"), {"name": "x", "triton": "3.6.0"}, only="*.p1,*.p0")
+    cases = {c["id"]: c for c in plan["cases"]}
+    assert cases["block_ptr.p1"]["reject"] == [] and cases["block_ptr.p0"]["reject"] == []
+    assert cases["tensor_descriptor.p1"]["reject"] == [
+        {"triton": ">=3.3", "message": "Tensor descriptor last dim must be 1 but got 2"}]
+    assert {r["pass"] for r in cases["host_descriptor.p1"]["reject"]} == {"TritonNvidiaGPUTMALoweringPass"}
+    from reprokit.bundle import schemas
+
+    assert schemas.problems("plan.json", plan) == []
+
+
+@pytest.mark.parametrize("p1, match", [
+    ({"reject": [{"message": "("}]}, "not a regular expression"),
+    ({"reject": [{"triton": "~3.5", "message": "x"}]}, "not a version spec"),
+    ({"reject": [{"triton": ">=3.3"}]}, "with a message"),
+    ({"reject": [{"message": "x", "where": "y"}]}, "with a message"),
+    ({"reject": [{"message": "x"}], "expect": "tma"}, "only a case that expects no-tma"),
+])
+def test_malformed_rejections_are_config_errors(p1, match):
+    with pytest.raises(ConfigError, match=match):
+        suite_mod.expand_cases(_suite_with_p1(**p1))
 
 
 def test_broken_stacks_toml_is_a_config_error(tmp_path):
