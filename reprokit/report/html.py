@@ -60,7 +60,8 @@ def _grid(r: Report) -> list[str]:
            + "".join(f"<th>{escape(f.label)}</th>" for f in r.facts) + "</tr></thead><tbody>"]
     for row in r.grid.rows:
         expect = next((c.expect for c in row.cells if c.present and c.expect), "-")
-        out.append(f'<tr data-case="{escape(row.case)}"><td class="case">{escape(row.case)}</td><td>{escape(expect)}</td>'
+        out.append(f'<tr data-case="{escape(row.case)}"><td class="case">{escape(row.case)}</td>'
+                   f"<td>{escape(expect)}</td>"
                    + "".join(_cell(c, i == 0) for i, c in enumerate(row.cells)) + "</tr>")
     out.append("</tbody></table>")
     out.append(f'<p class="legend">Cells: verdict; TMA data-movement ops per level ({"/".join(LEVELS)}); shared '
@@ -121,6 +122,11 @@ def _finding(r: Report, fnd) -> list[str]:
             mlir = r.reproducer_mlir(i, fnd.case)
             if mlir is not None:
                 out.append(_details(f"MLIR reproducer ({f.label}, {rec['artifacts']['reproducer']})", _pre(mlir)))
+        if i == r.focus(fnd):
+            repro = r.standalone(i, fnd.case)
+            if repro is not None:
+                out.append(_details(f"standalone reproducer ({f.label}): pip install triton=={f.triton} && python "
+                                    f"reproducer.py ({repro.path})", _pre(repro.text)))
         exs = r.excerpts(i, fnd.case)
         if exs:
             out.append(_details(f"IR excerpts ({f.label}): {', '.join(e.level for e in exs)}",

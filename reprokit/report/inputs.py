@@ -38,10 +38,7 @@ class Facts:
     python: str | None
     os: str | None
 
-    @property
-    def label(self) -> str:
-        """A column header: Triton version, and the stack when it is not a bare local run."""
-        return f"triton {self.triton}" if self.stack == "local" else f"{self.stack} (triton {self.triton})"
+    label: str = ""     # its column header, unique in the report (see _labels)
 
 
 def _cuda(version) -> str | None:
@@ -79,6 +76,20 @@ def facts(bundle: Bundle) -> Facts:
     )
 
 
+def _labels(fs: list[Facts]) -> list[Facts]:
+    """Column headers: 'triton X' where that tells the bundles apart, else with the stack's name,
+    else numbered."""
+    from dataclasses import replace
+
+    short = [f"triton {f.triton}" for f in fs]
+    if len(set(short)) < len(short):
+        short = [s if f.stack in ("local", "?") else f"{s} ({f.stack})" for s, f in zip(short, fs)]
+    out = []
+    for i, (s, f) in enumerate(zip(short, fs)):
+        out.append(replace(f, label=s if short.count(s) == 1 else f"{s} #{short[:i + 1].count(s)}"))
+    return out
+
+
 @dataclass(frozen=True)
 class Inputs:
     bundles: tuple      # Bundle, in the order given
@@ -97,7 +108,7 @@ def open_inputs(paths: Sequence[Path], *, mixed_profiles: bool = False) -> Input
         if b.sha256 in seen:
             raise UsageError(f"{b.path} and {seen[b.sha256]} are the same bundle (sha256 {b.sha256[:12]}...)")
         seen[b.sha256] = b.path
-    fs = [facts(b) for b in bundles]
+    fs = _labels([facts(b) for b in bundles])
     profiles = sorted({f.profile for f in fs})
     if len(profiles) > 1 and not mixed_profiles:
         which = "; ".join(f"{f.file}: {f.profile}" for f in fs)

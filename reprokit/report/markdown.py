@@ -15,7 +15,7 @@ from reprokit.compare.normalise import LEVELS
 from reprokit.report.model import Report, tma_text
 
 BODY_LIMIT = 65536
-_DETAIL = ("full", "no-ir", "short")   # how much of a finding's section a body keeps
+_DETAIL = ("full", "no-ir", "no-script", "short")   # how much of a finding's section a body keeps
 _MAX_TAIL = 1500                        # characters of a crash's stderr tail shown
 
 
@@ -183,9 +183,27 @@ def finding_section(r: Report, fnd, detail: str) -> list[str]:
     if detail == "short":
         return lines + [f"Its IR, logs and any MLIR reproducer are in each bundle under `cases/{fnd.case}/`.", ""]
     lines += _crash_parts(r, fnd.case)
+    if detail in ("full", "no-ir"):
+        lines += _standalone_part(r, fnd)
+    else:
+        lines += [f"Its standalone reproducer is `cases/{fnd.case}/reproducer.py` in the bundles that carry one "
+                  f"(`reprokit report` makes it for older ones).", ""]
     if detail == "full":
         lines += _excerpt_parts(r, fnd.case)
     return lines
+
+
+def _standalone_part(r: Report, fnd) -> list[str]:
+    i = r.focus(fnd)
+    repro = r.standalone(i, fnd.case) if i is not None else None
+    if repro is None:
+        return []
+    f = r.facts[i]
+    origin = "The bundle carries it" if repro.source == "bundle" else "Made from the bundle's plan and kernel source"
+    return details(f"Standalone reproducer ({f.label}): needs only Triton, no GPU",
+                   [f"`pip install triton=={f.triton} && python reproducer.py`: it compiles the case as the "
+                    "bundle did, prints the TMA ops it finds per IR level and the verdict, and exits 0 when the "
+                    f"verdict is the recorded one. {origin} (`{repro.path}`).", "", *fence(repro.text, "python")])
 
 
 def _summary(r: Report) -> list[str]:
@@ -193,7 +211,8 @@ def _summary(r: Report) -> list[str]:
     n = len(r.findings)
     head = (f"reprokit ran the `{r.bundles[0].plan.get('suite', '?')}` suite ({len(r.grid.rows)} cases) with "
             f"Triton {tritons} for {r.profile}. "
-            + (f"{n} case{'s' if n != 1 else ''} need{'s' if n == 1 else ''} a look:" if n else "Nothing needs a look."))
+            + (f"{n} case{'s' if n != 1 else ''} need{'s' if n == 1 else ''} a look:" if n
+               else "Nothing needs a look."))
     lines = [head, ""]
     for fnd in r.findings:
         row = fnd.row
@@ -254,6 +273,18 @@ def title(r: Report) -> str:
     return f"[{r.profile_key}] Triton {seen}: {what}{more}"
 
 
+def _left_out(r: Report, fnd, detail: str) -> str:
+    """What a shortened section no longer shows (only what it would have shown)."""
+    if detail == "short":
+        return "all but its verdicts"
+    parts = []
+    if any(r.excerpts(i, fnd.case) for i in range(len(r.facts))):
+        parts.append("IR excerpts")
+    if detail == "no-script" and r.focus(fnd) is not None and r.standalone(r.focus(fnd), fnd.case):
+        parts.append("standalone reproducer")
+    return " and ".join(parts)
+
+
 def _assemble(r: Report, detail: list[str]) -> str:
     lines = ["<!-- Made by `reprokit report` from the bundles listed under Environment details. "
              "Paste as the body of a bug report: https://github.com/triton-lang/triton/issues/new/choose",
@@ -263,10 +294,10 @@ def _assemble(r: Report, detail: list[str]) -> str:
     lines += ["#### Verdicts", ""] + grid_lines(r)
     for fnd, d in zip(r.findings, detail):
         lines += finding_section(r, fnd, d)
-    cut = [f.case for f, d in zip(r.findings, detail) if d != "full"]
+    cut = [f"`{f.case}` ({what})" for f, d in zip(r.findings, detail)
+           if d != "full" and (what := _left_out(r, f, d))]
     if cut:
-        lines += [f"_Shortened to fit GitHub's {BODY_LIMIT}-character limit: IR excerpts"
-                  + (" and crash evidence" if "short" in detail else "")
-                  + f" of {', '.join(f'`{c}`' for c in cut)} are in the bundles._", ""]
+        lines += [f"_Shortened to fit GitHub's {BODY_LIMIT}-character limit; left out, and in the bundles: "
+                  + "; ".join(cut) + "._", ""]
     lines += ["### Environment details", ""] + fence("\n".join(env_lines(r))) + [""] + bundle_table(r)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -54,10 +54,53 @@ class Report:
         rec = self.record(i, case_id)
         return case_excerpts(rec, lambda rel: self.member(i, rel)) if rec and rec.get("status") == "ok" else []
 
+    def standalone(self, i: int, case_id: str) -> Standalone | None:
+        return standalone(self.bundles[i], case_id)
+
+    def focus(self, fnd: Finding) -> int | None:
+        """The column a finding's reproducer comes from: the first that crashed, else the newest
+        where the expectation failed, was rejected, or (for a move) the case compiled."""
+        cells = list(enumerate(fnd.row.cells))
+        tests = {"crash": lambda c: c.status in ("crash", "timeout"), "not met": lambda c: c.met is False,
+                 "rejected": lambda c: c.verdict == "rejected"}
+        hit = [i for i, c in cells if c.present and tests.get(fnd.kinds[0], lambda c: c.status != "unsupported")(c)]
+        if not hit:
+            return None
+        return hit[0] if fnd.kinds[0] == "crash" else hit[-1]
+
     def reproducer_mlir(self, i: int, case_id: str) -> str | None:
         rec = self.record(i, case_id) or {}
         data = self.member(i, (rec.get("artifacts") or {}).get("reproducer"))
         return None if data is None else data.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class Standalone:
+    text: str
+    source: str      # "bundle": the file the bundle carries; "made": from its plan.json and kernels/
+    path: str        # where it is (or would be) in the bundle
+
+
+def standalone(bundle, case_id: str) -> Standalone | None:
+    """The case's standalone reproducer (a Python file that needs only Triton): the one the bundle
+    carries, else made from the bundle's own plan and kernel sources (older bundles); None when
+    the case has none (a CUDA C++ case, a kernel file that is not plain Python)."""
+    from reprokit.harness import reproducer
+
+    rec = next((c for c in bundle.results["cases"] if c["id"] == case_id), None) or {}
+    rel = (rec.get("artifacts") or {}).get(reproducer.ARTIFACT)
+    if rel and rel in bundle.data:
+        return Standalone(bundle.read_text(rel), "bundle", rel)
+    case = next((c for c in bundle.plan.get("cases", []) if c["id"] == case_id), None)
+    kernel = f"kernels/{((case or {}).get('kernel') or {}).get('file')}"
+    if case is None or kernel not in bundle.data:
+        return None
+    try:
+        text = reproducer.reproducer_source(case, bundle.plan, bundle.read_text(kernel), result=rec or None,
+                                            triton_version=bundle.results.get("triton"))
+    except (ValueError, SyntaxError):
+        return None
+    return Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}")
 
 
 def build(paths: Sequence[Path], *, mixed_profiles: bool = False) -> Report:
@@ -74,4 +117,4 @@ def tma_text(cell: Cell) -> str:
     return "/".join(str(tma.get(lv, "-")) for lv in LEVELS) if tma else ""
 
 
-__all__ = ["ApiChange", "Excerpt", "Facts", "Finding", "Report", "build", "tma_text"]
+__all__ = ["ApiChange", "Excerpt", "Facts", "Finding", "Report", "Standalone", "build", "standalone", "tma_text"]

@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,12 @@ def test_markdown_dwells_on_crash_unmet_and_rejections_and_lists_api_changes(md,
     assert "signal SIGABRT" in crash and "unsupported shared memory layout for MMAv3" in crash
     assert "<summary>MLIR reproducer of the failing pass (triton 3.0.0" in crash
     assert "tt.experimental_descriptor_load %arg0" in crash and "triton-nvidia-tma-lowering" in crash
+    # its standalone reproducer, made from the bundle's own plan and kernels: Triton only
+    m = re.search(r"<summary>Standalone reproducer \(triton 3\.0\.0\).*?```python\n(.*?)\n```\n", crash, re.S)
+    assert m and "pip install triton==3.0.0 && python reproducer.py" in crash
+    script = m.group(1)
+    compile(script, "reproducer.py", "exec")
+    assert "def copy_p1_narrow(" in script and not re.search(r"^\s*(?:import|from) reprokit", script, re.M)
     rejected = _section(md, "host_descriptor.p1")
     assert "failing pass `TritonNvidiaGPUTMALoweringPass`" in rejected
     assert "TMA copies must have between 1 and 5 coordinates" in rejected
@@ -135,10 +142,18 @@ def test_html_is_self_contained_and_deterministic(report):
 
     page = render_html(report)
     assert render_html(report) == page
-    refs = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"'\s>]+)""", page)
+    refs, tags = [], set()
+
+    class Refs(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.add(tag)
+            refs.extend(v for k, v in attrs if k in ("src", "href", "srcset", "data", "action", "poster"))
+
+    Refs().feed(page)
     assert refs, "no images"
     assert all(r.startswith("data:image/png;base64,") or r.startswith("#case-") for r in refs), refs
-    assert not re.search(r"<(?:script|link|iframe|object|embed)\b", page) and "url(" not in page
+    assert not tags & {"script", "link", "iframe", "object", "embed", "base"}
+    assert "url(" not in page.split("</style>")[0]
     imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(imgs) == 3   # TMA counts, shared memory, registers: each differs across 3.0.0 and 3.6.0
     for data in imgs:
@@ -239,3 +254,19 @@ def test_gpu_times_show_in_the_grid_and_as_a_plot(tmp_path):
     # the same bundles with equal times: nothing to plot for time
     assert 'id="plot-time"' not in render([a, _gpu_bundle(tmp_path, "c", {"tensor_descriptor.p0": 0.0125}, hostname="other")],
                                               "html")
+
+
+def test_reports_on_the_example_bundles(tmp_path, capsys):
+    examples = sorted((GOLDEN.parent / "examples").glob("*.tgz"))
+    assert [p.name for p in examples] == ["triton-3.0-cu129-h100.tgz", "triton-3.4-cu129-h100.tgz",
+                                          "triton-3.5-cu130-h100.tgz"]
+    md = render(examples, "md")
+    assert "| case | expect | triton 3.0.0 | triton 3.4.0 | triton 3.5.0 |" in md
+    assert "| `experimental_descriptor.p1` | no-tma | crashed ✗ | **unsupported** | **unsupported** |" in md
+    assert "Mode: compile-only" in md and "Driver: none (compile-only, no GPU)" in md
+    assert "GPU: none (compile-only for NVIDIA H100 80GB HBM3)" in md
+    if pytest.importorskip("matplotlib"):
+        out = tmp_path / "examples.html"
+        assert main(["report", *map(str, examples), "--format", "html", "--out", str(out)]) == 0
+        assert out.read_text().count('<img src="data:image/png;base64,') >= 1
+    capsys.readouterr()
