@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import platform
 import re
 import tarfile
 import time
@@ -24,6 +25,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import DeviceRequest, Mount
 
+from reprokit import locks
 from reprokit.config import PACKAGE_DIR, Stack, project_root
 from reprokit.errors import ExecutorError
 from reprokit.executors import Executor, RunResult, harness_argv, sass_cache
@@ -36,6 +38,8 @@ PACKAGE_MOUNT = "/opt/reprokit"
 SASS_CACHE_MOUNT = "/cache/sass"
 BUILD_TIMEOUT_S = 3600  # docker-py's socket timeout while a build streams: pip can be silent for minutes
 KILL_WAIT_S = 30
+# Every container names the run that owns it (a file that run keeps locked) and the host it is on.
+OWNER_LABEL, OWNER_HOST = "org.reprokit.owner", "org.reprokit.host"
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
@@ -314,20 +318,51 @@ class DockerExecutor(Executor):
 
     # -- containers -----------------------------------------------------------------------------
 
+    def _owners(self) -> Path:
+        return self.host.cache / "docker-owners"
+
+    def sweep_containers(self) -> list[str]:
+        """Remove the containers of dead reprokit runs on this host (SIGKILLed, so none of their
+        clean-up ran): each carries the path of a file its run kept locked while it lived."""
+        removed = []
+        locks.sweep(self._owners())
+        with _engine_errors("list containers", self.socket):
+            found = self.client.containers.list(all=True, filters={"label": f"{OWNER_HOST}={platform.node()}"})
+        for c in found:
+            owner = Path(c.labels.get(OWNER_LABEL, ""))
+            if owner.parent != self._owners() or (owner.exists() and locks.owner_alive(owner)):
+                continue  # another cache's, or its run is alive
+            try:
+                c.remove(force=True, v=True)
+                removed.append(c.short_id)
+            except docker.errors.NotFound:
+                pass
+            except (docker.errors.APIError, requests.exceptions.RequestException) as e:
+                self.report(f"docker: could not remove container {c.short_id} of a dead run: {_short(e)}")
+        return removed
+
     @contextmanager
     def _container(self, **create_kwargs) -> Iterator[docker.models.containers.Container]:
-        """A created (not started) container, force-removed however the block ends."""
-        with _engine_errors("create container", self.socket):
-            container = self.client.containers.create(**create_kwargs)
+        """A created (not started) container, force-removed however the block ends; labelled with
+        its owner, so that the next run removes it should this one be killed outright."""
+        self._owners().mkdir(parents=True, exist_ok=True)
+        self.sweep_containers()
+        owner = locks.make_temp(self._owners(), "container", "owner", is_dir=False)
+        labels = {**create_kwargs.pop("labels", {}), OWNER_LABEL: str(owner.path), OWNER_HOST: platform.node()}
         try:
-            yield container
-        finally:
+            with _engine_errors("create container", self.socket):
+                container = self.client.containers.create(labels=labels, **create_kwargs)
             try:
-                container.remove(force=True, v=True)
-            except docker.errors.NotFound:
-                pass  # already gone (the engine removed it, or a concurrent cleanup did)
-            except (docker.errors.APIError, requests.exceptions.RequestException) as e:
-                self.report(f"docker: could not remove container {container.short_id}: {_short(e)}")
+                yield container
+            finally:
+                try:
+                    container.remove(force=True, v=True)
+                except docker.errors.NotFound:
+                    pass  # already gone (the engine removed it, or a concurrent cleanup did)
+                except (docker.errors.APIError, requests.exceptions.RequestException) as e:
+                    self.report(f"docker: could not remove container {container.short_id}: {_short(e)}")
+        finally:
+            owner.discard()
 
     def _start(self, container, stack: Stack, gpu: bool) -> None:
         try:

@@ -74,3 +74,51 @@ def test_broken_dockerfile_fails_that_stack_only(stack_images, base_image, confi
     assert (tmp_path / "triton-3.5-cu130" / "results.json").is_file()
     assert ex.containers() == []
     ex.close()
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from reprokit.config import load_config
+from reprokit.executors.docker import DockerExecutor
+from reprokit.options import HostEnv
+ex = DockerExecutor(host=HostEnv(cache=Path(sys.argv[1])), base_image=sys.argv[2], with_torch=False)
+ex.run_command(load_config().stack("triton-3.5-cu130"), ["sleep", "300"], timeout_s=600)
+"""
+
+
+@pytest.mark.docker
+def test_a_sigkilled_runs_container_is_removed_by_the_next_run(stack_images, base_image, tmp_path):
+    """SIGKILL leaves the container running (no clean-up of ours ran); the next executor on this
+    host sees its owner is dead and removes it, and leaves a live run's container alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from reprokit.executors.docker import OWNER_LABEL, DockerExecutor
+    from reprokit.options import HostEnv
+    from tests.helpers.faults import ROOT, wait_for
+
+    cache = tmp_path / "cache"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(cache), base_image], cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    ex = DockerExecutor(host=HostEnv(cache=cache), base_image=base_image, with_torch=False)
+
+    def ours():
+        return [c for c in ex.client.containers.list(all=True)
+                if c.labels.get(OWNER_LABEL, "").startswith(str(cache / "docker-owners"))]
+
+    try:
+        assert wait_for(lambda: any(c.status == "running" for c in ours()), 120)
+        assert ex.sweep_containers() == [] and ours()        # its owner lives: left alone
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        (left,) = ours()
+        assert ex.sweep_containers() == [left.short_id] and ours() == []
+        assert os.listdir(cache / "docker-owners") == []
+    finally:
+        child.kill()
+        for c in ours():
+            c.remove(force=True)
+        ex.close()
