@@ -76,6 +76,13 @@ COUNT ?= 50
 bench-faults: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_faults.py --count $(COUNT)
 
+# Replay on a warm stack over a fresh capture of the same plan (target <= 1.1x), and a bisect's
+# cost in captures, e.g. make bench-replay BENCH_STACK=triton-3.6-cu130 VERSIONS=3.0.0..3.9.0
+VERSIONS ?= 3.0.0..3.9.0
+.PHONY: bench-replay
+bench-replay: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_replay.py --stack $(if $(filter command line,$(origin BENCH_STACK)),$(BENCH_STACK),triton-3.6-cu130) --gpu $(GPU) --workers $(WORKERS) --versions $(VERSIONS)
+
 .PHONY: bench-bundle
 bench-bundle: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_bundle.py

@@ -55,6 +55,8 @@ _SASS_OP = re.compile(r"^(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_.]*)")
 
 
 def _common(text: str) -> str:
+    """Temp paths and cache hashes made neutral. They live in paths, so the callers only hand
+    over lines with a '/' in them (after SASS has lost its /* */ columns): the regexes cost."""
     text = _TMP.sub("<tmp>", text)
     text = _HEX_HASH.sub("<hash>", text)
     return _B32_HASH.sub("<hash>", text)
@@ -157,6 +159,8 @@ def _mlir(text: str) -> list[str]:
         if _MLIR_LOC_LINE.match(line):
             continue
         line = _strip_mlir_locs(line)
+        if "/" in line:  # before naming values, which hashes their defining text
+            line = _common(line)
         for rx, short in _DIALECTS:
             line = rx.sub(short, line)
         line = _MLIR_BLOCK.sub(blocks, values.line(line))
@@ -169,10 +173,12 @@ def _llir(text: str) -> list[str]:
     meta, attrs = _Renamer("!"), _Renamer("#")
     for line in text.splitlines():
         s = line.strip()
-        if s.startswith(";") or s.startswith("source_filename") or _LL_DEBUG_LINE.match(s):
+        if s.startswith(";") or s.startswith("source_filename") or (s.startswith("!") and _LL_DEBUG_LINE.match(s)):
             continue
-        line = _DBG.sub("", line)
-        line = _LL_ATTR.sub(attrs, _LL_META.sub(meta, line))
+        if "!" in line:
+            line = _LL_META.sub(meta, _DBG.sub("", line))
+        if "#" in line:
+            line = _LL_ATTR.sub(attrs, line)
         lines.append(line)
     return lines
 
@@ -216,7 +222,8 @@ def normalise(level: str, text: str) -> str:
         fn = _BY_LEVEL[level]
     except KeyError:
         raise ValueError(f"unknown IR level {level!r}; known: {', '.join(LEVELS)}") from None
-    lines = (ln.rstrip() for ln in fn(_common(text)))
+    lines = (ln.rstrip() for ln in fn(text))
+    lines = (_common(ln) if "/" in ln else ln for ln in lines)
     return "\n".join(ln for ln in lines if ln.strip()) + "\n"
 
 
