@@ -86,3 +86,9 @@ bench-replay: $(VENV)/.installed
 .PHONY: bench-bundle
 bench-bundle: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_bundle.py
+
+# Slurm's cost for one small run: a one-task fleet against the same replay run directly
+# (starts a one-host Slurm with scripts/slurm-local.sh when SLURM_CONF is unset; needs root).
+.PHONY: bench-fleet
+bench-fleet: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_fleet.py --stack $(BENCH_STACK)

@@ -15,7 +15,7 @@ from reprokit.errors import Interrupted, ReprokitError, UsageError
 from reprokit.options import HostEnv
 
 VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
-         "report", "wheelhouse")
+         "report", "wheelhouse", "fleet")
 
 
 class _Parser(argparse.ArgumentParser):
