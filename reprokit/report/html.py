@@ -26,7 +26,8 @@ td.v{white-space:nowrap}td.v small{color:#57606a;display:block}
 .moved{outline:2px solid #bf8700;outline-offset:-2px;font-weight:600}.notmet .verdict::after{content:" \\2717";color:#cf222e}
 .legend{color:#57606a;font-size:12px}figure{margin:12px 0}figure img{max-width:100%;border:1px solid #d0d7de}
 figcaption{color:#57606a;font-size:12px}details{margin:6px 0}summary{cursor:pointer;color:#0969da}
-.sha{font-family:ui-monospace,monospace;font-size:11px}
+.sha{font-family:ui-monospace,monospace;font-size:11px;word-break:break-all}table.env{table-layout:fixed;width:100%}
+table.env th:first-child{width:9em}
 """
 
 

@@ -76,19 +76,22 @@ def tma_heatmap(plt, grid: Grid, labels: list[str]) -> Plot | None:
     fig, ax = plt.subplots(figsize=(1.2 + 0.32 * n_cols + 2.5, 0.8 + 0.26 * len(cases)))
     cmap = plt.get_cmap("Greens").with_extremes(bad="#e8e8e8")
     peak = max((v for row in data for v in row if not math.isnan(v)), default=1) or 1
-    ax.imshow(data, aspect="auto", cmap=cmap, vmin=0, vmax=peak * 1.4, interpolation="nearest")
+    ax.imshow(data, aspect="auto", cmap=cmap, vmin=0, vmax=peak * 2, interpolation="nearest")
     for y, row in enumerate(data):
         for x, v in enumerate(row):
             ax.text(x, y, "-" if math.isnan(v) else str(int(v)), ha="center", va="center", fontsize=7,
                     color="#777" if math.isnan(v) else "black")
     ax.set_xticks(range(n_cols), [lv for _ in grid.columns for lv in LEVELS], rotation=90, fontsize=7)
     ax.set_yticks(range(len(cases)), [r.case for r in cases], fontsize=7)
+    from matplotlib.transforms import blended_transform_factory
+
+    above = blended_transform_factory(ax.transData, ax.transAxes)   # x in columns, y just over the axes
     for i, label in enumerate(labels):
-        ax.text(i * len(LEVELS) + (len(LEVELS) - 1) / 2, -0.8, label, ha="center", va="bottom", fontsize=8,
-                fontweight="bold")
+        ax.text(i * len(LEVELS) + (len(LEVELS) - 1) / 2, 1.01, label, ha="center", va="bottom", fontsize=8,
+                fontweight="bold", transform=above)
         if i:
             ax.axvline(i * len(LEVELS) - 0.5, color="white", linewidth=3)
-    ax.set_title("TMA data-movement ops per IR level (- : no IR: unsupported, crashed or rejected)", pad=18)
+    ax.set_title("TMA data-movement ops per IR level (- : no IR: unsupported, crashed or rejected)", pad=16)
     for s in ax.spines.values():
         s.set_visible(False)
     return Plot("tma", "TMA ops per level, per stack", _png(plt, fig),
