@@ -21,12 +21,12 @@ RK := $(VENV)/bin/reprokit
 export REPROKIT_BASE_IMAGE := $(BASE_IMAGE)
 export REPROKIT_WITH_TORCH := $(WITH_TORCH)
 
-.PHONY: bundle replay verify show images test test-unit bench-capture bench-stacks help
+.PHONY: bundle replay verify show images test test-unit test-gpu bench-capture bench-stacks help
 
 help:
 	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
 	@echo "make replay BUNDLE=bundles/x.tgz [REPLAY_STACKS=a,b] | make verify BUNDLE=... | make show BUNDLE=..."
-	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make bench-capture | bench-bundle | bench-stacks"
+	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make test-gpu | make bench-capture | bench-bundle | bench-stacks"
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml
@@ -53,11 +53,19 @@ verify: $(VENV)/.installed
 show: $(VENV)/.installed
 	$(RK) show $(BUNDLE)
 
+# -rs: every skip is listed with its reason (CI sets REPROKIT_REQUIRE_* so that none may hide).
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q -rs tests
 
 test-unit: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q tests/unit
+	$(VENV)/bin/python -m pytest -q -rs tests/unit
+
+# The GPU tier, on a GPU host: under this machine's own triton and torch (the EXECUTOR=local venv
+# sees them; WHEELHOUSE=... where there is no network), failing, not skipping, when the GPU,
+# torch or triton is missing.
+test-gpu:
+	$(MAKE) .reprokit/host-local/.installed EXECUTOR=local
+	REPROKIT_REQUIRE_GPU=1 .reprokit/host-local/bin/python -m pytest -q -rs -p no:randomly tests/gpu
 
 bench-capture: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_capture.py --gpu $(GPU)

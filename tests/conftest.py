@@ -20,6 +20,9 @@ from reprokit.suite import build_plan
 from tests.helpers.runs import host, opts
 
 ALL_STACKS = ("triton-3.0-cu129", "triton-3.5-cu130", "triton-3.6-cu130")
+# What every shared capture's harness sees, whichever test asks for it first: the public guide's
+# knob (reported as read by no release) and a secret that must never reach env.json.
+CAPTURE_ENV = {"TRITON_TMA_ENABLE": "1", "TRITON_REMOTE_CACHE_TOKEN": "tok-3f9a1c77e5"}
 
 
 @pytest.fixture(scope="session")
@@ -45,9 +48,7 @@ def stack_ready(config, venv_executor):
             try:
                 venv_executor.prepare(stack)
             except ExecutorError as e:
-                if os.environ.get("REPROKIT_REQUIRE_TRITON") == "1":
-                    pytest.fail(f"REPROKIT_REQUIRE_TRITON=1 but {e}", pytrace=False)
-                pytest.skip(str(e))
+                skip_or_fail_triton(str(e))
             done[name] = stack
         return done[name]
 
@@ -68,10 +69,21 @@ def captured(tmp_path_factory, config, venv_executor, stack_ready):
             if edit:
                 plan = edit(copy.deepcopy(plan))
             out = tmp_path_factory.mktemp("cap") / f"{stack}-{gpu}"
-            cache[k] = capture(s, venv_executor, out, opts(profile, workers=2, plan=plan))
+            with pytest.MonkeyPatch.context() as mp:
+                for name, value in CAPTURE_ENV.items():
+                    mp.setenv(name, value)
+                cache[k] = capture(s, venv_executor, out, opts(profile, workers=2, plan=plan))
         return cache[k]
 
     return get
+
+
+def skip_or_fail_triton(why: str) -> None:
+    """Skip a test that needs a pinned stack it cannot have; fail instead under
+    REPROKIT_REQUIRE_TRITON=1 (as .ci/run sets), where every such test must really run."""
+    if os.environ.get("REPROKIT_REQUIRE_TRITON") == "1":
+        pytest.fail(f"REPROKIT_REQUIRE_TRITON=1 but {why}", pytrace=False)
+    pytest.skip(why)
 
 
 def by_id(cap) -> dict:

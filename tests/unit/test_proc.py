@@ -39,31 +39,30 @@ def test_timeout_kills_the_group_and_keeps_stderr(tmp_path):
     assert r.stderr_tail == "started" and (tmp_path / "err.log").read_text() == "started\n"
 
 
-def test_interrupt_kills_the_group_and_propagates():
+def test_interrupt_kills_the_group_and_propagates(tmp_path):
     main = threading.main_thread()
     pids = []
+    pidfile = tmp_path / "pids"
+    # The spawner names its own pid and its grandchild's, so the check looks at these two alone.
+    spawner = (f"import os, subprocess, sys, time; "
+               f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+               f"open({str(pidfile)!r}, 'w').write(f'{{os.getpid()}} {{p.pid}}'); time.sleep(60)")
 
     def interrupt():
-        time.sleep(1.0)
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
         signal.pthread_kill(main.ident, signal.SIGINT)
 
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        r = proc.run([sys.executable, "-c", SPAWNER])
+        r = proc.run([sys.executable, "-c", spawner])
         pids.append(r)
     assert not pids
-    # No process of ours is left sleeping: every python started above is gone.
+    started = [int(x) for x in pidfile.read_text().split()]
+    assert len(started) == 2
     time.sleep(0.2)
-    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith("time.sleep(60)")]
-    assert leftovers == []
-
-
-def _cmdline(pid: str) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
+    assert [pid for pid in started if _alive(pid)] == []
 
 
 def test_ok_and_exit_code():
