@@ -20,9 +20,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tarfile
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +28,9 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from reprokit.bundle import meaning, schemas
-from reprokit.errors import BundleInvalid, BundleRefused, BundleUnusable, UsageError
+from reprokit import locks
+from reprokit.errors import (BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists,
+                             UsageError)
 
 FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..newest
 DOCS = ("plan.json", "results.json", "env.json")
@@ -327,10 +327,13 @@ def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Sca
     out = None
     if write_to is not None:
         target = write_to.joinpath(scan.root, *rel.split("/"))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # O_EXCL|O_NOFOLLOW: the folder is fresh and ours, but never follow or overwrite anything.
-        out = os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644),
-                        "wb")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # O_EXCL|O_NOFOLLOW: the folder is fresh and ours, but never follow or overwrite anything.
+            out = os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                                    0o644), "wb")
+        except OSError as e:
+            raise FileSystemError.of(target, e, "cannot write") from None
     src = tar.extractfile(ti)
     n = 0
     try:
@@ -343,10 +346,16 @@ def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Sca
             if kept is not None:
                 kept.append(chunk)
             if out is not None:
-                out.write(chunk)
+                try:
+                    out.write(chunk)
+                except OSError as e:  # the destination's fault (a full disk), not the bundle's
+                    raise FileSystemError.of(target, e, "cannot write") from None
     finally:
         if out is not None:
-            out.close()
+            try:
+                out.close()
+            except OSError:
+                pass
     if kept is not None:
         data = b"".join(kept)
         if level:  # the oracle counts it now, so verify need not hold every IR file at once
@@ -502,17 +511,19 @@ def extract(path: Path, dest: Path, limits: Limits | None = None) -> Path:
     written outside dest.
     """
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".reprokit-extract-", dir=dest))
     try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(dest, e, "cannot create") from None
+    locks.sweep(dest)  # what a killed extraction left
+    with locks.temp(dest, ".reprokit-extract", "partial", is_dir=True) as tmp:
+        work = tmp.path
         scan = _scan(Path(path), limits or Limits.from_env(), keep=lambda rel: False, write_to=work)
         problems = _check_contents(scan)[2]
         if problems:
             raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)
         final = dest / scan.root
         if final.exists():
-            raise UsageError(f"{final} already exists; remove it or extract elsewhere")
+            raise OutputExists(f"{final} already exists; remove it or extract elsewhere")
         os.rename(work / scan.root, final)
         return final
-    finally:
-        shutil.rmtree(work, ignore_errors=True)

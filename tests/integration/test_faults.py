@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.bundle.reader import verify
+from reprokit.bundle.reader import extract, verify
+from reprokit.errors import FileSystemError
 from tests.helpers.faults import Watched, half_done, wait_for
 from tests.helpers.fake_capture import make_capture
 
@@ -198,6 +199,12 @@ def test_a_full_file_system_is_one_line_and_leaves_no_partial_file(ready, tmp_pa
     assert rc == 5
     (line,) = _lines(err)
     assert line.startswith(f"reprokit: {full}/") and line.endswith("No space left on device"), line
+    assert os.listdir(full) == []
+    # Extracting onto it: the destination's fault, named as such, and nothing half-extracted.
+    rc, out, err = Watched(["bundle", cap, "--out", tmp_path / "bundles"], env=env).wait()
+    assert rc == 0, err
+    with pytest.raises(FileSystemError, match=rf"^{full}/\.reprokit-extract\.reprokit-.*No space left on device$"):
+        extract(Path(out.strip()), full)
     assert os.listdir(full) == []
     # A capture whose own files fill the disk: one line, and no half-written capture passes for one.
     (full / "filler").write_bytes(b"\0" * (200 << 10))
