@@ -52,3 +52,17 @@ def test_the_reproducers_in_the_issue_body_reproduce_with_only_triton(case, stac
     assert p.returncode == 0, p.stderr[-2000:]
     doc = json.loads(p.stdout)
     assert doc["reproduced"] is True and doc["verdict"] == verdict and doc["triton"] == version
+
+
+def test_a_bundle_that_carries_its_reproducers_is_reported_with_them(captured, tmp_path):
+    from reprokit.bundle.reader import open_bundle
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions
+
+    cap = captured("triton-3.6-cu130", "h100", None)     # the capture the reproducer tests share
+    bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions(tmp_path))
+    md = render([bundle], "md")
+    version, text = _embedded(md, "block_ptr.p0")
+    rel = next(c for c in cap.results["cases"] if c["id"] == "block_ptr.p0")["artifacts"]["reproducer_py"]
+    assert version == "3.6.0" and text == open_bundle(bundle).read_text(rel)
+    assert f"The bundle carries it (`{rel}`)" in md
