@@ -96,12 +96,9 @@ def merge_shards(parts: list[ResultSet]) -> ResultSet:
 
 
 def _write_report(path: Path, bundles: list[Path]) -> None:
-    from reprokit.report import render
+    from reprokit.report import render, write
 
-    text = render(bundles, "md", mixed_profiles=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write(render(bundles, "md", mixed_profiles=True), path)
 
 
 __all__ = ["Collected", "TaskStatus", "collect", "merge_shards"]

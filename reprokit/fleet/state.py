@@ -13,11 +13,11 @@ writes only its own files.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit.errors import UsageError
+from reprokit.harness import write_json as harness_write_json
 
 FORMAT = 1
 FILE = "fleet.json"
@@ -90,11 +90,9 @@ class Fleet:
 
 
 def write_json(path: Path, data) -> None:
-    """Whole or not at all: a reader on another node never sees half a file."""
+    """Whole or not at all (the harness's one JSON writer): a reader on another node never sees half."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    harness_write_json(str(path), data)
 
 
 def save(fleet: Fleet) -> None:
