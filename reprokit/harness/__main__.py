@@ -49,13 +49,15 @@ def main(argv=None) -> int:
 
     try:
         with _clocks(plan, log):  # a no-op unless the user asked for --lock-clocks
-            pid = _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
+            # A resumed sweep keeps the snapshot its first run took: one sweep, one environment record.
+            resumed = plan.get("sweep") and os.path.exists(os.path.join(args.out, "env.json"))
+            pid = None if resumed else _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
             # Kernels load by a path relative to their parent folder, so the source locations Triton
             # writes into every IR level read `kernels/<file>` on any host, container or venv.
             out, kernels = os.path.abspath(args.out), os.path.abspath(args.kernels)
             os.chdir(os.path.dirname(kernels))
             results = runner.run_plan(plan, os.path.basename(kernels), out, workers=args.workers, log=log)
-            _, status = os.waitpid(pid, 0)
+            status = os.waitpid(pid, 0)[1] if pid else 0
     except nvml.NvmlError as e:  # only the lock raises it, before anything ran
         log(f"harness: {e}")
         return 4

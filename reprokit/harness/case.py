@@ -159,7 +159,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
                 f.write(data)
             texts[key] = data
         rec["artifacts"][key] = "kernel." + ext
-    if "cubin" in rec["artifacts"] and plan.get("sass", True):
+    if "cubin" in rec["artifacts"] and case.get("sass", plan.get("sass", True)):
         t_sass = time.perf_counter()
         sass, tool, note = disassemble(os.path.join(case_dir, "kernel.cubin"))
         rec["sass_s"] = round(time.perf_counter() - t_sass, 4)

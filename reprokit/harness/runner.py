@@ -282,8 +282,13 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     scratch_root = tempfile.mkdtemp(prefix="reprokit-cases-")
     started, t0 = utcnow(), time.perf_counter()
     pending = []
+    records = {}
+    resumable = bool(plan.get("sweep"))
     for c in plan["cases"]:
         case_dir = os.path.join(cases_root, c["id"])
+        if resumable and _load_record(case_dir, records, c["id"]):
+            continue
+        shutil.rmtree(case_dir, ignore_errors=True)  # a case killed halfway starts clean
         os.makedirs(case_dir, exist_ok=True)
         pending.append(Job(c, case_dir, os.path.join(scratch_root, c["id"]),
                            float(c.get("timeout_s") or plan.get("timeout_s") or 300)))
@@ -292,7 +297,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         # GEMMs take 2-3x a copy kernel's time. (The sort is stable: plan order otherwise.)
         pending.sort(key=lambda job: job.case.get("control") != "gemm")
     pending.reverse()
-    running, records = {}, {}
+    running = {}
+    done = _recorder(cases_root, records, resumable)
     staged = None  # the next case's process, prepared and waiting for a free worker
 
     def stage_next():
@@ -301,8 +307,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
             job = pending.pop()
             reason = compat.missing_requirement(job.case.get("requires", []))
             if reason:  # an attribute lookup: no process needed to say a release lacks an API
-                records[job.case["id"]] = {"id": job.case["id"], "status": "unsupported", "error": reason,
-                                           "artifacts": {}, "exit_code": None, "signal": None, "wall_s": 0.0}
+                done(job.case["id"], {"id": job.case["id"], "status": "unsupported", "error": reason,
+                                      "artifacts": {}, "exit_code": None, "signal": None, "wall_s": 0.0})
                 log(f"{job.case['id']}: unsupported")
                 continue
             os.makedirs(job.scratch, exist_ok=True)
@@ -319,10 +325,16 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
             _go(job)
             running[job.pid] = job
 
+    parent = os.getppid()
+    if resumable:
+        _hold_out_dir(out_dir)
     try:
         start_staged()
         stage_next()
         while running:
+            if resumable and os.getppid() != parent:
+                # The host that started this sweep is gone: stop, so that its resume is the only run.
+                raise SystemExit("harness: the host process went away; stopping (the sweep resumes from its records)")
             now = time.perf_counter()
             wait_s = min(job.started + job.timeout_s for job in running.values()) - now
             ready, _, _ = select.select([job.wake for job in running.values()], [], [], max(0.0, min(wait_s, 1.0)))
@@ -351,12 +363,15 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 cid = job.case["id"]
                 if job.repro:
                     _take_reproducer(job, os.path.join(cases_root, cid), records[cid])
+                    done(cid, records[cid])
                     continue
                 rec, compile_log = _finish(job, status, timed_out)
                 records[cid] = rec
                 log(f"{cid}: {rec['status']} ({rec['wall_s']:.2f} s)")
                 if _wants_reproducer(rec, compile_log):
                     pending.append(job.rerun_for_reproducer())  # next to start
+                else:
+                    done(cid, rec)
             start_staged()
             stage_next()
     finally:
@@ -383,6 +398,41 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     write_json(os.path.join(out_dir, "results.json"), results)
     write_summary(os.path.join(out_dir, "summary.tsv"), results)
     return results
+
+
+RECORD = "record.json"
+_HELD = []
+
+
+def _hold_out_dir(out_dir: str) -> None:
+    """One harness per sweep folder: a resume waits until a previous run's harness has stopped."""
+    import fcntl
+
+    fd = os.open(os.path.join(out_dir, ".harness.lock"), os.O_WRONLY | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _HELD.append(fd)
+
+
+def _load_record(case_dir: str, records: dict, cid: str) -> bool:
+    """A sweep resumes: a point whose record reached the disk is not run again."""
+    try:
+        with open(os.path.join(case_dir, RECORD)) as f:
+            records[cid] = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _recorder(cases_root: str, records: dict, stream: bool):
+    """done(id, record): keep it, and for a sweep write it to the disk at once (once a failed
+    case's reproducer is in), so that a run killed at any moment loses at most the points in flight."""
+
+    def done(cid: str, rec: dict) -> None:
+        records[cid] = rec
+        if stream:
+            write_json(os.path.join(cases_root, cid, RECORD), rec)
+
+    return done
 
 
 def _judge_all(plan: dict, records: dict, triton_version: str) -> list:
