@@ -15,7 +15,8 @@ from reprokit.errors import Interrupted, ReprokitError, UsageError
 from reprokit.options import HostEnv
 
 VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
-         "report", "wheelhouse", "fleet")
+         "report", "wheelhouse", "fleet",
+         "sweep")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -15,6 +15,7 @@ SCHEMA_FILES = {
     "plan.json": "plan.schema.json",
     "results.json": "results.schema.json",
     "env.json": "env.schema.json",
+    "sweep.json": "sweep.schema.json",
 }
 _MAX_REPORTED = 20
 _MAX_REASON = 200

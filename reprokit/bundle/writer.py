@@ -54,7 +54,7 @@ class Entry:
 def role_of(path: str) -> str:
     """The manifest role of a file, from its place in the capture layout."""
     top = {"plan.json": "plan", "results.json": "results", "env.json": "env", "summary.tsv": "summary",
-           "README.md": "readme"}
+           "README.md": "readme", "sweep.json": "answers"}
     if path in top:
         return top[path]
     head, _, name = path.partition("/")
@@ -254,6 +254,8 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions = Bun
         log.note(n, outcome, binary=False)
         doc_bytes[n] = dump_json(docs[n]) if docs[n] != originals[n] else (capture_dir / n).read_bytes()
     problems = [p for name in DOCS for p in schemas.problems(name, docs[name])]
+    if (capture_dir / "sweep.json").is_file():  # a sweep's answers
+        problems += schemas.problems("sweep.json", _load_json(capture_dir / "sweep.json", "sweep.json"))
     plan, results, env = docs["plan.json"], docs["results.json"], docs["env.json"]
     if not problems:
         problems += schemas.consistency_problems(plan, results, {e.path for e in entries})

@@ -1,0 +1,163 @@
+"""`reprokit sweep SPEC`: compile a sweep's grid on its stacks and GPU profiles, one bundle per
+stack and profile with the answers (sweep.json), a table of them printed per release; and
+`--merge` of shard bundles of one sweep into one bundle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from reprokit.commands._common import EXECUTORS, check_workers, console, say
+from reprokit.config import load_config
+from reprokit.errors import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="compile a sweep's grid (axes x values x stacks x GPUs) and answer where verdicts flip",
+        description="SPEC is a TOML file or the name of a shipped sweep (kernels/sweeps/: tma-invariants, "
+                    "gemm-configs). Each point is a case like the suite's: its own process, timeout, oracle "
+                    "verdict, shared memory against the profile. Points stream to --work as they finish; "
+                    "running the same command again resumes there. One bundle per stack and GPU profile, "
+                    "with sweep.json holding the boundaries per axis, failing passes and the shared-memory "
+                    "frontier.",
+        epilog="example: reprokit sweep tma-invariants --stacks triton-3.5-cu130 --executor venv --workers 2 --reduced",
+    )
+    p.add_argument("spec", nargs="?", help="TOML file or shipped sweep name")
+    p.add_argument("--stacks", default=None, help="only these stacks (comma-separated; default: the spec's)")
+    p.add_argument("--gpus", default=None, help="only these GPU profiles (comma-separated; default: the spec's)")
+    p.add_argument("--executor", choices=EXECUTORS, default="venv", help="where stacks run (default venv)")
+    p.add_argument("--workers", type=int, default=2, help="points compiled at once (default 2)")
+    p.add_argument("--reduced", action="store_true", help="the spec's reduced grid (what CI runs)")
+    p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (points dealt round-robin)")
+    p.add_argument("--sass", choices=("all", "base", "none"), default=None,
+                   help="SASS per point: all, base (base and named points; default) or none")
+    p.add_argument("--work", type=Path, default=Path("bundles/.sweeps"),
+                   help="folder for resumable per-point records (default bundles/.sweeps)")
+    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundles (default bundles/)")
+    p.add_argument("--merge", nargs="+", type=Path, metavar="BUNDLE", default=None,
+                   help="merge shard bundles of one sweep, stack and GPU into one bundle under --out")
+    p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.merge:
+        return _merge(args)
+    if not args.spec:
+        raise UsageError("give a sweep spec (a TOML file or one of the shipped names), or --merge BUNDLES")
+    from reprokit.executors import make_executor
+    from reprokit.sweep.run import SweepOptions, run_sweep, targets
+    from reprokit.sweep.spec import load_spec, parse_shard
+
+    spec = load_spec(args.spec)
+    cfg = load_config()
+    split = (lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s else ())
+    opts = SweepOptions(out=args.out, work=args.work, workers=check_workers(args.workers), gpus=split(args.gpus),
+                        stacks=split(args.stacks), reduced=args.reduced, shard=parse_shard(args.shard),
+                        sass=args.sass, share=args.share)
+    chosen = targets(spec, cfg, opts)
+    if args.executor == "local":
+        raise UsageError("sweeps run on pinned stacks: use --executor venv or docker")
+    executor = make_executor(args.executor, say=say, stacks=[s for _, s in chosen])
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
+                  disable=args.json or not console().is_terminal) as bar:
+        tasks = {}
+
+        def progress(key: str, done: int, total: int, state: str) -> None:
+            if key not in tasks:
+                tasks[key] = bar.add_task(key, total=total or None, state=state)
+            bar.update(tasks[key], completed=done, total=total or None, state=state)
+
+        outcomes = run_sweep(spec, cfg, opts, executor, progress=progress)
+    if args.json:
+        print(json.dumps({"sweep": spec.name, "outcomes": [
+            {"stack": o.stack, "gpu": o.gpu, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,
+             "ran": o.ran, "answers": o.answers} for o in outcomes]}, indent=1))
+    else:
+        print_answers([o.answers for o in outcomes if o.answers], f"sweep {spec.name}")
+        for o in outcomes:
+            say(f"{o.stack}/{o.gpu}: {o.bundle} ({o.ran} points compiled by this run)" if o.ok
+                else f"{o.stack}/{o.gpu}: FAILED: {o.error}")
+    return 0 if all(o.ok for o in outcomes) else 3
+
+
+def answer_rows(answers: list[dict]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """(column per stack/GPU, [(row, cells)]): per axis the boundary, per product group its failures."""
+    cols = [f"{a['triton']} {a['gpu']}" for a in answers]
+    rows, cells = [], {}
+    for i, a in enumerate(answers):
+        for g in a["groups"]:
+            if g["vary"] == "one-at-a-time":
+                items = [(f"{g['group']}: base", _base_cell(g))]
+                items += [(f"{g['group']}: {ax['axis']}", _axis_cell(ax)) for ax in g["axes"]]
+            else:
+                items = [(f"{g['group']}: failures", _product_cell(g))]
+                items += [(f"{g['group']}: {h['name']}", "holds" if h["holds"] else
+                           f"no: {h['failing_selected']}/{h['selected']} fail, {h['failing_outside']} outside")
+                          for h in g["hypotheses"]]
+                fr = g.get("frontier")
+                if fr:
+                    items.append((f"{g['group']}: smem > {fr['limit']}", f"{fr['too_big']} of {fr['compiled']}"))
+            for row, text in items:
+                if row not in cells:
+                    rows.append(row)
+                    cells[row] = [""] * len(answers)
+                cells[row][i] = text
+    return cols, [(r, cells[r]) for r in rows]
+
+
+def _base_cell(g: dict) -> str:
+    b = g.get("base")
+    return "-" if not b else (b["verdict"] if b["status"] in ("ok", "unsupported") else f"{b['status']}")
+
+
+def _axis_cell(ax: dict) -> str:
+    if not ax["flips"]:
+        return f"no flip ({len(ax['tried'])} tried)"
+    parts = []
+    for side, mark in (("below", "<"), ("above", ">")):
+        r = ax["boundary"][side]
+        if r:
+            parts.append(f"{r['label']}: {r['verdict'] if r['status'] == 'ok' else r['status']}")
+    return "; ".join(parts)
+
+
+def _product_cell(g: dict) -> str:
+    if not g["failures"]:
+        return f"none of {g['points']}" if g.get("frontier") else "unsupported"
+    f = g["failures"][0]
+    more = f" (+{len(g['failures']) - 1} kinds)" if len(g["failures"]) > 1 else ""
+    where = f" in {f['failing_pass']}" if f["failing_pass"] else ""
+    rule = f["rule"]["text"] if f["rule"]["exact"] else f"~{f['rule']['text']}"
+    return f"{f['count']} {f['status']}{where} when {rule}{more}"
+
+
+def print_answers(answers: list[dict], title: str) -> None:
+    if not answers:
+        return
+    cols, rows = answer_rows(answers)
+    t = Table(title=title)
+    t.add_column("group: axis", no_wrap=True)
+    for c in cols:
+        t.add_column(c)
+    for row, cells in rows:
+        t.add_row(row, *cells)
+    console().print(t)
+
+
+def _merge(args) -> int:
+    from reprokit.sweep.merge import merge_shards
+
+    path, answers = merge_shards(args.merge, args.out, share=args.share)
+    if args.json:
+        print(json.dumps({"bundle": str(path), "answers": answers}, indent=1))
+    else:
+        print_answers([answers], f"merged sweep {answers['sweep']}")
+        say(f"merged {len(args.merge)} shards: {path}")
+    return 0

@@ -1,0 +1,216 @@
+"""Running a sweep: per target GPU and stack, a resumable work folder, the harness over the grid,
+then the condensed bundle with its answers; and merging shards of one sweep into one bundle.
+
+The work folder (`<work>/<sweep>/<stack>-<gpu>`) holds the plan, the kernels and one record per
+finished point (cases/<id>/record.json, written by the harness as each point ends). Running the
+same sweep again resumes there: the harness skips every point with a record and reruns none.
+A folder whose plan differs (another grid, spec, shard or stack) is refused, never mixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit import locks
+from reprokit.config import Config, GpuProfile, Stack
+from reprokit.errors import HarnessError, UsageError
+from reprokit.executors import Executor
+from reprokit.sweep import answers as answers_mod
+from reprokit.sweep.condense import condense, executor_facts, write_timings
+from reprokit.sweep.spec import SweepSpec, build_sweep_plan
+from reprokit.suite import copy_kernels, kernels_dir
+
+STATE = "sweep-state.json"
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """Everything a sweep run needs besides the spec, as one value (cf. the run options)."""
+
+    out: Path
+    work: Path
+    workers: int = 1
+    gpus: tuple = ()  # empty: every target of the spec
+    stacks: tuple = ()  # empty: each target's own stacks
+    reduced: bool = False
+    shard: tuple | None = None
+    sass: str | None = None
+    share: bool = False
+    run_timeout_s: float = 6 * 3600
+    source_date_epoch: int | None = None
+    mode: str = "compile-only"
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    stack: str
+    gpu: str
+    bundle: Path | None
+    answers: dict | None
+    error: str | None
+    ran: int = 0  # points compiled by this run (the others came from an earlier, interrupted one)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def targets(spec: SweepSpec, cfg: Config, opts: SweepOptions) -> list[tuple[GpuProfile, Stack]]:
+    out = []
+    for t in spec.targets:
+        if opts.gpus and t.gpu not in opts.gpus:
+            continue
+        names = [s for s in t.stacks if not opts.stacks or s in opts.stacks]
+        if opts.stacks and not t.stacks:
+            names = list(opts.stacks)
+        for name in names:
+            out.append((cfg.gpu(t.gpu), cfg.stack(name)))
+    if not out:
+        raise UsageError(f"sweep {spec.name}: no target left after --gpus/--stacks "
+                         f"(its targets: {', '.join(f'{t.gpu}: {len(t.stacks)} stacks' for t in spec.targets)})")
+    return out
+
+
+def work_dir(opts: SweepOptions, spec: SweepSpec, stack: Stack, profile: GpuProfile) -> Path:
+    name = spec.name + ("-reduced" if opts.reduced else "")
+    if opts.shard:
+        name += f"-shard{opts.shard[0]}of{opts.shard[1]}"
+    return Path(opts.work) / name / f"{stack.name}-{profile.key}"
+
+
+def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, executor: Executor, *, progress=None,
+              stacks_override: dict | None = None) -> list[SweepOutcome]:
+    """Every target of the spec; one stack's failure is recorded and the others go on.
+    progress(key, done, total, state) is called as points finish."""
+    from reprokit.errors import ReprokitError
+
+    outcomes = []
+    for profile, stack in targets(spec, cfg, opts):
+        key = f"{stack.name}/{profile.key}"
+        try:
+            outcomes.append(run_one(spec, profile, stack, opts, executor,
+                                    progress=(lambda d, t, s, k=key: progress(k, d, t, s)) if progress else None))
+        except ReprokitError as e:
+            outcomes.append(SweepOutcome(stack.name, profile.key, None, None, str(e)))
+            if progress:
+                progress(key, 0, 0, "failed")
+    return outcomes
+
+
+def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptions, executor: Executor,
+            progress=None) -> SweepOutcome:
+    plan = build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
+                            mode=opts.mode)
+    work = work_dir(opts, spec, stack, profile)
+    work.parent.mkdir(parents=True, exist_ok=True)
+    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
+        epoch = _prepare_work(work, plan, opts)
+        total = len(plan["cases"])
+        before = _count_records(work)
+        facts = executor.prepare(stack)
+        stop = threading.Event()
+        watcher = None
+        if progress:
+            progress(before, total, "resuming" if before else "compiling")
+            watcher = threading.Thread(target=_watch, args=(work, total, progress, stop), daemon=True)
+            watcher.start()
+        try:
+            run = executor.run_harness(stack, work, workers=opts.workers, timeout_s=opts.run_timeout_s,
+                                       gpu=opts.mode == "gpu")
+        finally:
+            stop.set()
+            if watcher:
+                watcher.join()
+        results_path = work / "results.json"
+        if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
+            why = "timed out" if run.timed_out else f"exited {run.returncode}"
+            last = (run.log_tail.strip().splitlines() or ["no output"])[-1]
+            raise HarnessError(f"{stack.name}: sweep harness {why} under {executor.name}: {last} "
+                               f"(the records so far stay in {work}; run again to resume)")
+        results = json.loads(results_path.read_text())
+        if stack.name != "local" and results.get("triton") != stack.triton:
+            raise HarnessError(f"{stack.name} pins triton {stack.triton}, but the harness ran {results.get('triton')}")
+        write_timings(work, results)
+        if progress:
+            progress(total, total, "bundling")
+        bundle, answers = pack(work, opts.out, stack=stack.pins(), profile=profile.to_dict(),
+                               executor=executor_facts(executor.name, facts, run.runtime), mode=plan["mode"],
+                               share=opts.share, epoch=epoch)
+        if progress:
+            progress(total, total, "done")
+        return SweepOutcome(stack.name, profile.key, bundle, answers, None, ran=total - before)
+
+
+def _prepare_work(work: Path, plan: dict, opts: SweepOptions) -> int:
+    """Start a work folder, or check that an existing one holds this very grid; return the epoch."""
+    plan_path = work / "plan.json"
+    if plan_path.is_file():
+        old = json.loads(plan_path.read_text())
+        if old != plan:
+            raise UsageError(f"{work} holds another grid (spec, stack, shard or options changed); "
+                             f"remove it to start over, or pass another --work")
+        state = json.loads((work / STATE).read_text())
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "logs").mkdir(parents=True)
+        copy_kernels(plan, kernels_dir(), work / "kernels")
+        state = {"started": int(time.time())}
+        (work / STATE).write_text(json.dumps(state) + "\n")
+        tmp = work / "plan.json.tmp"
+        tmp.write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, plan_path)  # last: a folder with a plan is a complete start
+    return _epoch(opts, state)
+
+
+def _epoch(opts: SweepOptions, state: dict) -> int:
+    if opts.source_date_epoch is not None:
+        return opts.source_date_epoch
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if raw:
+        if not raw.isdigit():
+            raise UsageError(f"SOURCE_DATE_EPOCH={raw!r} is not a whole number of seconds")
+        return int(raw)
+    return int(state["started"])
+
+
+def _count_records(work: Path) -> int:
+    cases = work / "cases"
+    return sum(1 for d in cases.iterdir() if (d / "record.json").is_file()) if cases.is_dir() else 0
+
+
+def _watch(work: Path, total: int, progress, stop: threading.Event) -> None:
+    """Progress from the records the harness streams to the disk (any executor, no second channel)."""
+    last = -1
+    while not stop.wait(0.5):
+        n = _count_records(work)
+        if n != last:
+            progress(n, total, "compiling")
+            last = n
+
+
+def pack(work: Path, out: Path, *, stack: dict, profile: dict, executor: dict, mode: str, share: bool,
+         epoch: int) -> tuple[Path, dict]:
+    """Condense a finished work folder, answer it, and write the bundle."""
+    from reprokit.bundle.writer import write_bundle
+
+    plan = json.loads((Path(work) / "plan.json").read_text())
+    answers = {}
+
+    def keep(canon: dict) -> set:
+        answers.update(answers_mod.answer(plan, canon))
+        return answers_mod.boundary_ids(answers)
+
+    with tempfile.TemporaryDirectory(prefix="reprokit-sweep-") as tmp:
+        cap = Path(tmp) / "capture"
+        condense(work, cap, epoch=epoch, keep=keep)
+        (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
+        path = write_bundle(cap, out, stack=stack, profile=profile, executor=executor, mode=mode, share=share,
+                            source_date_epoch=epoch)
+    return path, answers
