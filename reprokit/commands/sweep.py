@@ -10,9 +10,10 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from reprokit.commands._common import EXECUTORS, check_workers, console, say
+from reprokit.commands._common import EXECUTORS, console, say
 from reprokit.config import load_config
 from reprokit.errors import UsageError
+from reprokit.options import BundleOptions
 
 
 def add_parser(sub) -> None:
@@ -57,16 +58,16 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     cfg = load_config()
     split = (lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s else ())
-    opts = SweepOptions(out=args.out, work=args.work, workers=check_workers(args.workers), gpus=split(args.gpus),
-                        stacks=split(args.stacks), reduced=args.reduced, shard=parse_shard(args.shard),
-                        sass=args.sass, share=args.share)
+    opts = SweepOptions(work=args.work, workers=args.workers, gpus=split(args.gpus), stacks=split(args.stacks),
+                        reduced=args.reduced, shard=parse_shard(args.shard), sass=args.sass)
+    bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     chosen = targets(spec, cfg, opts)
     if args.executor == "local":
         raise UsageError("sweeps run on pinned stacks: use --executor venv or docker")
-    executor = make_executor(args.executor, say=say, stacks=[s for _, s in chosen])
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
-                  disable=args.json or not console().is_terminal) as bar:
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
+                   disable=args.json or not console().is_terminal)
+    with make_executor(args.executor, args.host, report=say, stacks=[s for _, s in chosen]) as executor, bar:
         tasks = {}
 
         def progress(key: str, done: int, total: int, state: str) -> None:
@@ -74,7 +75,7 @@ def run(args) -> int:
                 tasks[key] = bar.add_task(key, total=total or None, state=state)
             bar.update(tasks[key], completed=done, total=total or None, state=state)
 
-        outcomes = run_sweep(spec, cfg, opts, executor, progress=progress)
+        outcomes = run_sweep(spec, cfg, opts, bundle, executor, progress=progress)
     if args.json:
         print(json.dumps({"sweep": spec.name, "outcomes": [
             {"stack": o.stack, "gpu": o.gpu, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,
@@ -154,7 +155,7 @@ def print_answers(answers: list[dict], title: str) -> None:
 def _merge(args) -> int:
     from reprokit.sweep.merge import merge_shards
 
-    path, answers = merge_shards(args.merge, args.out, share=args.share)
+    path, answers = merge_shards(args.merge, BundleOptions.from_host(args.host, args.out, share=args.share))
     if args.json:
         print(json.dumps({"bundle": str(path), "answers": answers}, indent=1))
     else:

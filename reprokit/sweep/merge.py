@@ -8,12 +8,14 @@ unsharded run is packed, so the merged bundle has the same bytes as the unsharde
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
 
 from reprokit.bundle.reader import open_bundle
 from reprokit.errors import UsageError
+from reprokit.options import BundleOptions, Origin
 from reprokit.sweep.run import pack
 
 
@@ -22,7 +24,8 @@ def _identity(plan: dict) -> dict:
     return {"grid": grid, "stack": plan["stack"], "profile": plan["profile"], "mode": plan["mode"]}
 
 
-def merge_shards(paths: list, out: Path, *, share: bool = False) -> tuple[Path, dict]:
+def merge_shards(paths: list, bundle: BundleOptions) -> tuple[Path, dict]:
+    """One bundle from all shards of one sweep; it carries the first shard's time and facts."""
     bundles = [open_bundle(Path(p)) for p in paths]
     for b in bundles:
         if not (b.plan.get("sweep") or {}).get("shard"):
@@ -63,5 +66,5 @@ def merge_shards(paths: list, out: Path, *, share: bool = False) -> tuple[Path, 
         for name, doc in (("plan.json", plan), ("results.json", results), ("env.json", shards[0].env)):
             (work / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         m = first.manifest
-        return pack(work, out, stack=m["stack"], profile=m["profile"], executor=m["executor"], mode=m["mode"],
-                    share=share, epoch=m["source_date_epoch"])
+        origin = Origin(stack=m["stack"], profile=m["profile"], executor=m["executor"], mode=m["mode"])
+        return pack(work, origin, dataclasses.replace(bundle, source_date_epoch=m["source_date_epoch"]))

@@ -9,6 +9,7 @@ A folder whose plan differs (another grid, spec, shard or stack) is refused, nev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from reprokit import locks
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import Executor
+from reprokit.options import BundleOptions, Origin
 from reprokit.sweep import answers as answers_mod
 from reprokit.sweep.condense import condense, executor_facts, write_timings
 from reprokit.sweep.spec import SweepSpec, build_sweep_plan
@@ -32,20 +34,25 @@ STATE = "sweep-state.json"
 
 @dataclass(frozen=True)
 class SweepOptions:
-    """Everything a sweep run needs besides the spec, as one value (cf. the run options)."""
+    """What a sweep runs besides the spec (where it packs is a BundleOptions beside it).
 
-    out: Path
+    work: the folder of resumable work folders; gpus/stacks: only these of the spec's targets
+    (empty: all); reduced: the spec's reduced grid; shard: (i, n); sass: all | base | none
+    (default: the spec's)."""
+
     work: Path
     workers: int = 1
-    gpus: tuple = ()  # empty: every target of the spec
-    stacks: tuple = ()  # empty: each target's own stacks
+    gpus: tuple = ()
+    stacks: tuple = ()
     reduced: bool = False
     shard: tuple | None = None
     sass: str | None = None
-    share: bool = False
     run_timeout_s: float = 6 * 3600
-    source_date_epoch: int | None = None
     mode: str = "compile-only"
+
+    def __post_init__(self):
+        if self.workers < 1:
+            raise UsageError(f"--workers must be at least 1, got {self.workers}")
 
 
 @dataclass(frozen=True)
@@ -85,8 +92,8 @@ def work_dir(opts: SweepOptions, spec: SweepSpec, stack: Stack, profile: GpuProf
     return Path(opts.work) / name / f"{stack.name}-{profile.key}"
 
 
-def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, executor: Executor, *, progress=None,
-              stacks_override: dict | None = None) -> list[SweepOutcome]:
+def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOptions, executor: Executor, *,
+              progress=None) -> list[SweepOutcome]:
     """Every target of the spec; one stack's failure is recorded and the others go on.
     progress(key, done, total, state) is called as points finish."""
     from reprokit.errors import ReprokitError
@@ -95,7 +102,7 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, executor: Execut
     for profile, stack in targets(spec, cfg, opts):
         key = f"{stack.name}/{profile.key}"
         try:
-            outcomes.append(run_one(spec, profile, stack, opts, executor,
+            outcomes.append(run_one(spec, profile, stack, opts, bundle, executor,
                                     progress=(lambda d, t, s, k=key: progress(k, d, t, s)) if progress else None))
         except ReprokitError as e:
             outcomes.append(SweepOutcome(stack.name, profile.key, None, None, str(e)))
@@ -104,14 +111,14 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, executor: Execut
     return outcomes
 
 
-def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptions, executor: Executor,
-            progress=None) -> SweepOutcome:
+def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptions, bundle: BundleOptions,
+            executor: Executor, progress=None) -> SweepOutcome:
     plan = build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
                             mode=opts.mode)
     work = work_dir(opts, spec, stack, profile)
     work.parent.mkdir(parents=True, exist_ok=True)
     with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
-        epoch = _prepare_work(work, plan, opts)
+        epoch = _prepare_work(work, plan, bundle)
         total = len(plan["cases"])
         before = _count_records(work)
         facts = executor.prepare(stack)
@@ -140,15 +147,15 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         write_timings(work, results)
         if progress:
             progress(total, total, "bundling")
-        bundle, answers = pack(work, opts.out, stack=stack.pins(), profile=profile.to_dict(),
-                               executor=executor_facts(executor.name, facts, run.runtime), mode=plan["mode"],
-                               share=opts.share, epoch=epoch)
+        origin = Origin(stack=stack.pins(), profile=profile.to_dict(),
+                        executor=executor_facts(executor.name, facts, run.runtime), mode=plan["mode"])
+        path, answers = pack(work, origin, dataclasses.replace(bundle, source_date_epoch=epoch))
         if progress:
             progress(total, total, "done")
-        return SweepOutcome(stack.name, profile.key, bundle, answers, None, ran=total - before)
+        return SweepOutcome(stack.name, profile.key, path, answers, None, ran=total - before)
 
 
-def _prepare_work(work: Path, plan: dict, opts: SweepOptions) -> int:
+def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
     """Start a work folder, or check that an existing one holds this very grid; return the epoch."""
     plan_path = work / "plan.json"
     if plan_path.is_file():
@@ -166,18 +173,8 @@ def _prepare_work(work: Path, plan: dict, opts: SweepOptions) -> int:
         tmp = work / "plan.json.tmp"
         tmp.write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, plan_path)  # last: a folder with a plan is a complete start
-    return _epoch(opts, state)
-
-
-def _epoch(opts: SweepOptions, state: dict) -> int:
-    if opts.source_date_epoch is not None:
-        return opts.source_date_epoch
-    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if raw:
-        if not raw.isdigit():
-            raise UsageError(f"SOURCE_DATE_EPOCH={raw!r} is not a whole number of seconds")
-        return int(raw)
-    return int(state["started"])
+    # The bundle's one time: SOURCE_DATE_EPOCH when given, else when the sweep first started.
+    return bundle.source_date_epoch if bundle.source_date_epoch is not None else int(state["started"])
 
 
 def _count_records(work: Path) -> int:
@@ -195,9 +192,8 @@ def _watch(work: Path, total: int, progress, stop: threading.Event) -> None:
             last = n
 
 
-def pack(work: Path, out: Path, *, stack: dict, profile: dict, executor: dict, mode: str, share: bool,
-         epoch: int) -> tuple[Path, dict]:
-    """Condense a finished work folder, answer it, and write the bundle."""
+def pack(work: Path, origin: Origin, bundle: BundleOptions) -> tuple[Path, dict]:
+    """Condense a finished work folder, answer it, and write the bundle (dated bundle.source_date_epoch)."""
     from reprokit.bundle.writer import write_bundle
 
     plan = json.loads((Path(work) / "plan.json").read_text())
@@ -209,8 +205,7 @@ def pack(work: Path, out: Path, *, stack: dict, profile: dict, executor: dict, m
 
     with tempfile.TemporaryDirectory(prefix="reprokit-sweep-") as tmp:
         cap = Path(tmp) / "capture"
-        condense(work, cap, epoch=epoch, keep=keep)
+        condense(work, cap, epoch=bundle.source_date_epoch, keep=keep)
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
-        path = write_bundle(cap, out, stack=stack, profile=profile, executor=executor, mode=mode, share=share,
-                            source_date_epoch=epoch)
+        path = write_bundle(cap, origin, bundle)
     return path, answers

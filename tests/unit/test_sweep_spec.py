@@ -159,3 +159,16 @@ def test_best_rule_says_when_no_threshold_fits():
     r = answers.best_rule({"b", "c"}, list(params), params, ["x", "y"], {"x": [1, 2], "y": [1, 2]})
     # Nothing selects exactly {b, c}; every rule misses by two, and the simplest of them wins.
     assert not r["exact"] and r["false_positives"] + r["missed"] == 2 and r["rule"] == {}
+
+
+def test_a_point_kept_as_hashes_is_still_judged_from_its_counts():
+    from reprokit.bundle import meaning
+
+    case = {"id": "g.x", "family": "f", "control": "sweep", "expect": "tma"}
+    rec = {**case, "status": "ok", "tma": {"ptx": 2}, "ir_sha256": {"ptx": "0" * 64}, "artifacts": {},
+           "verdict": "tma", "met": True}
+    assert meaning.problems({"cases": [case]}, {"cases": [rec]}, {}) == []
+    forged = {**rec, "verdict": "no-tma", "met": False}
+    assert any("oracle gives 'tma'" in p for p in meaning.problems({"cases": [case]}, {"cases": [forged]}, {}))
+    unhashed = {**rec, "ir_sha256": {}}
+    assert any("holds no ptx IR" in p for p in meaning.problems({"cases": [case]}, {"cases": [unhashed]}, {}))
