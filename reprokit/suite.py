@@ -139,6 +139,7 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
             "gated_by": c.get("gated_by"), "timeout_s": float(timeout_s or c.get("timeout_s", default_timeout)),
             # Triton unless it says otherwise ("cuda": kernels/cuda/, built with nvcc).
             **({"language": c["language"]} if c.get("language", "triton") != "triton" else {}),
+            **({"options": dict(c["options"])} if c.get("options") else {}),  # torch.compile's, by name
         })
     return {"format": PLAN_FORMAT, "suite": meta.get("name", "tma-controls"), "mode": mode,
             "profile": profile.to_dict(), "stack": stack, "problem": dict(meta.get("problem", {})), "sass": sass,

@@ -110,8 +110,9 @@ def load_kernel(kernels_dir: str, file: str, function: str):
 def prepare_case(case: dict, plan: dict, kernels_dir: str):
     """What comes before the compile: the kernel's module loaded (its code runs here, in the
     case's own process) and its ASTSource made. The runner lets this happen while the previous
-    case still compiles. A CUDA C++ case has nothing to prepare: its source is handed on."""
-    if case.get("language") == "cuda":
+    case still compiles. A CUDA C++ or torch.compile case has nothing to prepare: its kernels'
+    folder is handed on."""
+    if case.get("language") in ("cuda", "inductor"):
         return kernels_dir
     fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
     return compat.make_source(fn, case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", []))
@@ -125,6 +126,10 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
         from reprokit.harness import cudacpp
 
         return cudacpp.compile_case(case, plan, src, case_dir)
+    if case.get("language") == "inductor":
+        from reprokit.harness import inductor
+
+        return inductor.compile_case(case, plan, src, case_dir)
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
     import triton
 

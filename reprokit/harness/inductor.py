@@ -1,0 +1,241 @@
+"""torch.compile cases: a matmul compiled with mode="max-autotune", the Triton kernels Inductor
+generated kept, and the oracle run on them. It tests the public claim that TMA engages by itself.
+
+    compile_case(case, plan, case_dir) -> record     (the case's own process calls it, on a GPU)
+
+Inductor writes every kernel it generates (the candidates autotuning compared, and the one it
+chose) as Python source under TORCHINDUCTOR_CACHE_DIR and compiles them with Triton into
+TRITON_CACHE_DIR; both are fresh per case. The wrapper code Inductor returns says which kernel
+it chose (`<name>.run(...)`, or `extern_kernels.mm(...)` when cuBLAS won). The case's IR
+artifacts are those of the chosen Triton kernel (else of the first candidate that shows TMA,
+else of the first candidate), so the oracle's verdict is about a kernel Inductor really made;
+`inductor` in the record says which, for every kernel, and with which Inductor settings.
+
+The parsing below works on plain text and is tested on the CPU; compiling needs a GPU.
+Standard library + torch + triton, Python >= 3.9.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+
+from reprokit.harness import oracle
+
+MODE = "max-autotune"
+# Inductor settings that decide whether its GEMM templates use TMA, and how it autotunes.
+SETTING_NAMES = ("max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends", "max_autotune_gemm_search_space",
+                 "coordinate_descent_tuning", "triton.cudagraphs", "triton.enable_persistent_tma_matmul",
+                 "triton.enable_template_tma_store", "triton.enable_tma_load_for_template_epilogue",
+                 "triton.use_tensor_descriptor", "triton.use_block_ptr", "triton.native_matmul")
+# TMA in a kernel's Python source, as Inductor's templates write it across torch releases.
+_TMA_SOURCE = re.compile(r"\b(make_tensor_descriptor|_experimental_make_tensor_descriptor|_experimental_descriptor_load|"
+                         r"_experimental_descriptor_store|load_tensor_descriptor|store_tensor_descriptor|TensorDescriptor|"
+                         r"create_[12]d_tma_descriptor|experimental_device_tensormap_create[12]d|tensormap_create[12]d)\b")
+_KERNEL_DEF = re.compile(r"(?:^# kernel path: (?P<path>\S+)\n(?:#[^\n]*\n)*)?^(?P<var>\w+) = async_compile\.triton\("
+                         r"'(?P<name>\w+)', '''\n(?P<src>.*?)''', device_str='(?P<device>\w+)'\)", re.M | re.S)
+_TMA_WORD = re.compile(r"(?:^|[._])tma(?:[._]|$)", re.I)  # cutlass_tma_only, not online_softmax
+_TTIR_FILE = re.compile(r'loc\("([^"]+\.py)"')
+IR_LEVELS = ("ttir", "ttgir", "llir", "ptx")
+
+
+def tma_in_source(src: str) -> dict:
+    """{TMA API name: uses} in a kernel's Python source."""
+    out: dict = {}
+    for m in _TMA_SOURCE.finditer(src):
+        out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def wrapper_kernels(code: str) -> list:
+    """The Triton kernels an Inductor wrapper defines: [{"name", "path", "source"}], in order."""
+    return [{"name": m.group("name"), "var": m.group("var"), "path": m.group("path"), "source": m.group("src")}
+            for m in _KERNEL_DEF.finditer(code)]
+
+
+def chosen(code: str) -> list:
+    """What the wrapper's `call` runs: Triton kernels by name and extern kernels (cuBLAS) by call."""
+    body = code[code.find("def call("):] if "def call(" in code else code
+    defined = {k["var"]: k["name"] for k in wrapper_kernels(code)}
+    out = []
+    for m in re.finditer(r"\b(\w+)\.run\(|\b(extern_kernels\.\w+)\(", body):
+        name = defined.get(m.group(1)) if m.group(1) else m.group(2)
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
+def settings(torch, options: dict) -> dict:
+    """The Inductor settings the compile ran with: this torch's defaults for SETTING_NAMES (and any
+    other knob naming TMA) overlaid with the mode's and the case's options."""
+    cfg = torch._inductor.config
+    try:
+        everything = cfg.get_config_copy()
+    except AttributeError:  # old torch: read the names one by one
+        everything = {}
+    names = set(SETTING_NAMES) | {k for k in everything if _TMA_WORD.search(k)}
+    out = {}
+    for name in sorted(names):
+        value = everything.get(name, _dotted(cfg, name))
+        if value is not _MISSING:
+            out[name] = value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
+    out.update({k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v) for k, v in options.items()})
+    return out
+
+
+_MISSING = object()
+
+
+def _dotted(obj, name: str):
+    for part in name.split("."):
+        obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+def compiled_kernels(triton_cache: str) -> list:
+    """Every kernel Triton compiled into `triton_cache`: [{"key", "name", "source_path", "files": {level: path}}]."""
+    out = []
+    if not os.path.isdir(triton_cache):
+        return out
+    for key in sorted(os.listdir(triton_cache)):
+        d = os.path.join(triton_cache, key)
+        files = {f.rsplit(".", 1)[1]: os.path.join(d, f) for f in sorted(os.listdir(d)) if "." in f
+                 and not f.startswith("__grp__")} if os.path.isdir(d) else {}
+        if "cubin" not in files:
+            continue
+        name = os.path.basename(files["cubin"])[:-len(".cubin")]
+        source_path = None
+        if "ttir" in files:
+            with open(files["ttir"], errors="replace") as f:
+                m = _TTIR_FILE.search(f.read())
+            source_path = m.group(1) if m else None
+        out.append({"key": key, "name": name, "source_path": source_path, "files": files})
+    return out
+
+
+def pick_judged(kernels: list) -> tuple:
+    """(kernel, why) whose IR the case's verdict is about: see the module docstring."""
+    for k in kernels:
+        if k.get("chosen"):
+            return k, "the Triton kernel Inductor chose"
+    for k in kernels:
+        if any(k.get("tma", {}).get(lv) for lv in oracle.LEVELS):
+            return k, "Inductor chose no Triton kernel; the first candidate it compiled that shows TMA"
+    if kernels:
+        return kernels[0], "Inductor chose no Triton kernel, and no candidate shows TMA: the first candidate"
+    return None, "Inductor compiled no Triton kernel"
+
+
+def _unsupported(case: dict, why: str) -> dict:
+    return {"id": case["id"], "status": "unsupported", "error": why, "artifacts": {}}
+
+
+def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dict:
+    """Compile and run the case's function (kernels/<file>, e.g. a plain `a @ b`) with
+    torch.compile on the GPU; keep what Inductor made."""
+    if plan.get("mode") != "gpu":
+        return _unsupported(case, "torch.compile max-autotune benchmarks on a GPU: it runs in GPU mode only")
+    try:
+        import torch
+    except ImportError:
+        return _unsupported(case, "torch is not installed in this stack")
+    if not torch.cuda.is_available():
+        return _unsupported(case, "torch sees no CUDA device")
+    # The runner gave this process its own TRITON_CACHE_DIR; Inductor's cache goes beside it, fresh,
+    # so that every kernel is generated and compiled here and nothing comes from an earlier run.
+    triton_cache = os.environ["TRITON_CACHE_DIR"]
+    inductor_cache = os.path.join(os.path.dirname(triton_cache), "inductor")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
+    os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
+    from torch._inductor import list_mode_options
+    from torch._inductor.utils import run_and_get_code
+
+    p = {**(plan.get("problem") or {}), **case.get("constexprs", {})}
+    m, n, k = int(p.get("M", 4096)), int(p.get("N", 4096)), int(p.get("K", 4096))
+    extra = dict(case.get("options") or {})
+    options = {**list_mode_options(MODE), **extra}
+    rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
+    info = {"mode": MODE, "options": extra, "problem": {"M": m, "N": n, "K": k, "dtype": "float16"},
+            "torch": torch.__version__, "settings": settings(torch, options)}
+    rec["inductor"] = info
+    torch.manual_seed(0)
+    a = torch.randn((m, k), device="cuda", dtype=torch.float16)
+    b = torch.randn((k, n), device="cuda", dtype=torch.float16)
+
+    from reprokit.harness import case as case_mod
+
+    mm = case_mod.load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
+    # mode= for the claim as users make it; options= (the mode's own plus the case's) otherwise,
+    # since torch.compile takes one or the other.
+    fn = torch.compile(mm, mode=MODE) if not extra else torch.compile(mm, options=options)
+    t0 = time.perf_counter()
+    out, codes = run_and_get_code(fn, a, b)
+    torch.cuda.synchronize()
+    rec["compile_s"] = round(time.perf_counter() - t0, 4)
+    ref = torch.mm(a, b)
+    err = (out.float() - ref.float()).abs().max().item()
+    info["check"] = {"max_abs_err": err, "ref": "torch.mm", "ok": bool(err <= 1e-2 * max(1.0, ref.float().abs().max().item()))}
+    os.makedirs(os.path.join(case_dir, "inductor"), exist_ok=True)
+    code = "\n".join(codes)
+    with open(os.path.join(case_dir, "inductor", "output_code.py"), "w") as f:
+        f.write(code)
+    rec["artifacts"]["inductor_code"] = "inductor/output_code.py"
+    info["chosen"] = chosen(code)
+    info["kernels"] = _keep_kernels(case_dir, code, triton_cache, info["chosen"], plan)
+    judged, why = pick_judged(info["kernels"])
+    info["judged"] = {"key": judged["key"] if judged else None, "why": why}
+    if judged is None:
+        rec.update(status="compile_error", error=f"{why} (chosen: {', '.join(info['chosen']) or 'nothing'})")
+        return rec
+    for lv, path in judged["ir"].items():
+        rec["artifacts"][lv] = path
+    rec["tma"], rec["tma_ops"] = judged["tma"], judged["tma_ops"]
+    info["tma_used"] = bool(judged.get("chosen") and any(judged["tma"].values()))
+    info["summary"] = (f"Inductor {MODE} chose {', '.join(info['chosen']) or 'nothing'}; "
+                       f"{sum(1 for x in info['kernels'] if any(x['tma'].values()))} of {len(info['kernels'])} "
+                       f"Triton kernels it compiled show TMA")
+    return rec
+
+
+def _keep_kernels(case_dir: str, code: str, triton_cache: str, chosen_names: list, plan: dict) -> list:
+    """Copy every compiled kernel's IR and source into the case folder, count its TMA ops."""
+    from reprokit.harness import case as case_mod
+
+    defined = {k["name"]: k for k in wrapper_kernels(code)}
+    by_path = {k["path"]: k for k in defined.values() if k["path"]}
+    out = []
+    for i, k in enumerate(compiled_kernels(triton_cache)):
+        dest = os.path.join("inductor", f"{i:02d}-{k['name']}")
+        os.makedirs(os.path.join(case_dir, dest), exist_ok=True)
+        ir, texts = {}, {}
+        for lv in (*IR_LEVELS, "cubin"):
+            if lv in k["files"]:
+                rel = f"{dest}/kernel.{lv}"
+                shutil.copyfile(k["files"][lv], os.path.join(case_dir, rel))
+                ir[lv] = rel
+                if lv != "cubin":
+                    with open(k["files"][lv], errors="replace") as f:
+                        texts[lv] = f.read()
+        if plan.get("sass", True) and "cubin" in ir:
+            sass, _, _ = case_mod.disassemble(os.path.join(case_dir, ir["cubin"]))
+            if sass is not None:
+                with open(os.path.join(case_dir, dest, "kernel.sass"), "w") as f:
+                    f.write(sass)
+                ir["sass"], texts["sass"] = f"{dest}/kernel.sass", sass
+        source = None
+        if k["source_path"] and os.path.isfile(k["source_path"]):
+            with open(k["source_path"], errors="replace") as f:
+                source = f.read()
+            with open(os.path.join(case_dir, dest, "kernel.py"), "w") as f:
+                f.write(source)
+        wrapped = by_path.get(k["source_path"]) or (defined.get(k["name"]) if len(defined) == 1 else None)
+        tma, tma_ops = oracle.scan_all(texts)
+        out.append({"key": k["key"], "name": k["name"], "chosen": bool(wrapped and wrapped["name"] in chosen_names),
+                    "source": f"{dest}/kernel.py" if source is not None else None,
+                    "tma_api": tma_in_source(source or ""), "ir": {lv: p for lv, p in ir.items() if lv != "cubin"},
+                    "tma": tma, "tma_ops": tma_ops})
+    return out
