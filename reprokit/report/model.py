@@ -93,8 +93,8 @@ def standalone(bundle, case_id: str) -> Standalone | None:
         return Standalone(bundle.read_text(rel), "bundle", rel)
     case = next((c for c in bundle.plan.get("cases", []) if c["id"] == case_id), None)
     kernel = f"kernels/{((case or {}).get('kernel') or {}).get('file')}"
-    if case is None or kernel not in bundle.data:
-        return None
+    if case is None or case.get("language", "python") != "python" or kernel not in bundle.data:
+        return None     # a CUDA C++ case is rebuilt from kernels/ by replay, not by a Python script
     try:
         text = reproducer.reproducer_source(case, bundle.plan, bundle.read_text(kernel), result=rec or None,
                                             triton_version=bundle.results.get("triton"))
