@@ -19,6 +19,9 @@ VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign
          "sweep")
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is a UsageError like any other: one line, or JSON under --json."""
 
@@ -41,14 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _raise_interrupted(signum, frame):
+    # The first signal stops the run; later ones are ignored, so that the clean-up it set off
+    # (removing half-written output, killing the harness) is not itself cut short.
+    for s in _STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     raise Interrupted(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # SIGTERM and SIGHUP stop a run the way Ctrl-C does: every clean-up on the way out runs.
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _raise_interrupted)
+    # (The handlers before us come back at the end: main() is also called in-process, by tests.)
+    before = {s: signal.signal(s, _raise_interrupted) for s in _STOP_SIGNALS}
     as_json = "--json" in argv
     try:
         args = build_parser().parse_args(argv)
@@ -61,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         signum = getattr(e, "signum", signal.SIGINT)
         return _fail(f"interrupted by {signal.Signals(signum).name}; what this run had half-written was removed",
                      None, 128 + signum, as_json)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
 
 
 def _fail(message: str, problems: list[str] | None, code: int, as_json: bool) -> int:
