@@ -151,8 +151,11 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     inductor_cache = os.path.join(os.path.dirname(triton_cache), "inductor")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
     os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
+    import torch._inductor.config
     from torch._inductor import list_mode_options
     from torch._inductor.utils import run_and_get_code
+
+    torch._inductor.config.force_disable_caches = True  # in case torch read the variable before us
 
     p = {**(plan.get("problem") or {}), **case.get("constexprs", {})}
     m, n, k = int(p.get("M", 4096)), int(p.get("N", 4096)), int(p.get("K", 4096))
