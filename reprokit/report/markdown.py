@@ -20,8 +20,10 @@ _MAX_TAIL = 1500                        # characters of a crash's stderr tail sh
 
 
 def _esc(text) -> str:
-    """A table cell on one line, pipes escaped."""
-    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+    """Compiler words as markdown text on one line: pipes escaped (table cells), and angle
+    brackets, which GitHub would take for html tags and drop (`tensor<128x4xf16>`)."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+            .replace("\n", " ").strip())
 
 
 def fence(text: str, lang: str = "") -> list[str]:
@@ -178,7 +180,7 @@ def finding_section(r: Report, fnd, detail: str) -> list[str]:
     plan = r.plan_case(fnd.case)
     lines = [f"#### `{fnd.case}`: {', '.join(fnd.kinds)}", ""]
     if plan.get("description"):
-        lines += [f"{plan['description']}. Expected: `{plan.get('expect', '?')}`.", ""]
+        lines += [f"{_esc(plan['description'])}. Expected: `{plan.get('expect', '?')}`.", ""]
     lines += _observed(r, fnd.case) + [""]
     if detail == "short":
         return lines + [f"Its IR, logs and any MLIR reproducer are in each bundle under `cases/{fnd.case}/`.", ""]

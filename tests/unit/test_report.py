@@ -119,6 +119,13 @@ def test_a_body_over_githubs_limit_is_shortened_least_telling_first(report):
     assert "<summary>IR of triton 3.0.0" not in short
 
 
+def test_compiler_words_survive_githubs_markdown():
+    from reprokit.report.markdown import _esc
+
+    assert _esc("op <i8> -> tensor<128x4xf16> | a & b\nnext") == \
+        "op &lt;i8&gt; -&gt; tensor&lt;128x4xf16&gt; \\| a &amp; b next"
+
+
 def test_excerpts_centre_on_tma_ops_and_skip_comments():
     text = "\n".join(["// tt.load in a comment", "%0 = arith.constant 0 : i32",
                       "ttng.async_tma_copy_global_to_local %a[%0] %b, %c loc(#loc3)", "ttng.wait_barrier %c",
