@@ -82,7 +82,7 @@ def list_releases(lo: str, hi: str, python: str, *, pip_versions=_pip_versions,
     except (OSError, urllib.error.URLError, ValueError) as e:
         everything = list(usable)
         note = f"releases without a wheel for Python {pyver} are not listed ({url}: {e})"
-    inside = lambda v: vkey(lo) <= vkey(v) <= vkey(hi)  # noqa: E731
+    inside = lambda v: bool(_FINAL.match(v)) and vkey(lo) <= vkey(v) <= vkey(hi)  # noqa: E731
     ok = sorted({v for v in usable if inside(v)}, key=vkey)
     skipped = sorted({v for v in everything if inside(v)} - set(ok), key=vkey)
     if not ok:
@@ -92,11 +92,18 @@ def list_releases(lo: str, hi: str, python: str, *, pip_versions=_pip_versions,
 
 
 def stack_for(version: str, config: Config) -> Stack:
-    """The stacks.toml stack that pins this release, else a stack of its own (triton only)."""
-    for s in config.stacks.values():
+    """The stacks.toml stack that pins this release; else a stack of its own, `triton-<version>`,
+    on the base (CUDA image, Python, Dockerfile) of the nearest older pinned stack, so that the
+    docker executor can build it too. No torch: bisect captures compile-only."""
+    pinned = sorted(config.stacks.values(), key=lambda s: vkey(s.triton) if _FINAL.match(s.triton) else ())
+    for s in pinned:
         if s.triton == version:
             return s
-    return Stack(name=f"triton-{version}", triton=version)
+    older = [s for s in pinned if _FINAL.match(s.triton) and vkey(s.triton) < vkey(version)]
+    base = older[-1] if older else (pinned[0] if pinned else None)
+    keep = ("cuda", "python", "base_image", "dockerfile")
+    return Stack(name=f"triton-{version}", triton=version,
+                 **({k: getattr(base, k) for k in keep} if base else {}))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Two compiles of one kernel differ in ways that say nothing about the compiler's 
 location info (MLIR `loc(...)` and `#loc` lines, LLVM `!dbg`, PTX `.loc`/`.file` and DWARF
 sections), temp paths, cache hashes, SASS addresses and encodings, SSA names (3.6 names values
 after their Python variables, `%pm`, where 3.0 numbers them, `%4`) and the TTGIR dialect's
-spelling (`triton_gpu.`/`triton_nvidia_gpu.` up to 3.1, `ttg.`/`ttng.` after). `normalise(level,
+spelling (`triton_gpu.`/`triton_nvidia_gpu.` up to 3.2, `ttg.`/`ttng.` from 3.3). `normalise(level,
 text)` removes exactly those, so two texts that still differ differ in a real way; `ops(level,
 text)` names the operation on each normalised line (MLIR op, LLVM opcode or callee, PTX or SASS
 opcode) for "ops added and removed".
