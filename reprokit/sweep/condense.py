@@ -92,6 +92,11 @@ def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str) -> None:
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest / src.name)
             rec["artifacts"][level] = f"cases/{cid}/{src.name}"
+    script = case_dir / "reproducer.py"  # the standalone one (only Triton needed)
+    if script.is_file():
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / script.name).write_text(normalise(script.read_text(errors="replace")))
+        rec["artifacts"]["reproducer_py"] = f"cases/{cid}/{script.name}"
     if rec.get("status") not in ("ok", "unsupported"):
         log = case_dir / "compile.log"
         if log.is_file():

@@ -231,7 +231,8 @@ def expand(spec: SweepSpec, reduced: bool = False) -> list[Point]:
                     continue
                 seen.add(key)
                 pid = f"{g.name}." + "-".join(f"{_label(a)}{_label(params[a])}" for a, _ in g.axes)
-                named = next((n for n, np in g.named if all(params.get(k) == v for k, v in np.items())), None)
+                named = next((n for n, np in g.named if all(params.get(k) == v for k, v in np.items())),
+                             "base" if params == g.base else None)
                 points.append(Point(g.name, pid, None, None, params, g.function, dict(g.signature), named,
                                     g.constexprs))
     ids = [p.id for p in points]

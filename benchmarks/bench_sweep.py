@@ -1,0 +1,96 @@
+"""make bench-sweep: `reprokit sweep` over 1,200 points against bare `triton.compile` of the
+same points in 2 plain processes (target: at most 1.25x).
+
+Both contenders are whole processes timed from outside, on one stack's venv, with 2 workers:
+the sweep (plan, harness with a process per point, records streamed to disk, condensing,
+answers, bundle) under the shipped SASS policy (`base`: SASS of each group's base point; the
+others are judged at PTX; tests/integration/test_sweep.py checks that every verdict equals a
+full-SASS run's) with the SASS cache off; the baseline is benchmarks/_bare_compile.py over each
+half of the same plan, two processes at once, its wall time that of the slower one. Rounds
+alternate baseline and sweep, so that drift in the machine's speed falls on both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reprokit.config import load_config  # noqa: E402
+from reprokit.suite import copy_kernels, kernels_dir  # noqa: E402
+from reprokit.sweep.spec import build_sweep_plan, load_spec  # noqa: E402
+
+TARGET = 1.25
+SPEC = ROOT / "benchmarks" / "sweep-bench.toml"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stack", default="triton-3.5-cu130")
+    ap.add_argument("--rounds", type=int, default=1, help="alternating rounds (default 1)")
+    args = ap.parse_args()
+    from reprokit.executors.venv import VenvExecutor
+    from reprokit.options import HostEnv
+
+    cfg = load_config()
+    stack, profile = cfg.stack(args.stack), cfg.gpu("h100")
+    venv = VenvExecutor(host=HostEnv.from_environ(os.environ))
+    venv.prepare(stack)
+    python = str(venv.venv_dir(stack) / "bin" / "python")
+    spec = load_spec(SPEC)
+    plan = build_sweep_plan(spec, profile, stack.pins())
+    n = len(plan["cases"])
+    env = {**os.environ, "REPROKIT_SASS_CACHE": "off", "PYTHONPATH": str(ROOT)}
+    env.pop("SOURCE_DATE_EPOCH", None)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    try:
+        copy_kernels(plan, kernels_dir(), tmp / "kernels")
+        halves = []
+        for i in (0, 1):
+            p = tmp / f"half{i}.json"
+            p.write_text(json.dumps({**plan, "cases": plan["cases"][i::2]}))
+            halves.append(p)
+        bare_t, sweep_t = [], []
+        for r in range(args.rounds):
+            t0 = time.perf_counter()
+            procs = [subprocess.Popen([python, str(ROOT / "benchmarks" / "_bare_compile.py"), str(h),
+                                       str(tmp / "kernels")], stdout=subprocess.PIPE, text=True, env=env)
+                     for h in halves]
+            outs = [json.loads(p.communicate()[0]) for p in procs]
+            bare_t.append(time.perf_counter() - t0)
+            compiled = sum(o["compiled"] + o["failed"] for o in outs)
+            work = tmp / f"work{r}"
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, "-m", "reprokit", "sweep", str(SPEC), "--stacks", stack.name,
+                                "--workers", "2", "--work", str(work), "--out", str(work / "out"), "--json"],
+                               capture_output=True, text=True, cwd=ROOT, env=env)
+            sweep_t.append(time.perf_counter() - t0)
+            if p.returncode != 0:
+                raise SystemExit(f"bench: the sweep failed: {p.stderr.strip().splitlines()[-1:]}")
+            (outcome,) = json.loads(p.stdout)["outcomes"]
+            size = Path(outcome["bundle"]).stat().st_size
+            print(f"round {r + 1}: bare {bare_t[-1]:.1f} s ({compiled} compiles in 2 processes), "
+                  f"sweep {sweep_t[-1]:.1f} s ({outcome['ran']} points, bundle {size / 1e6:.2f} MB): "
+                  f"{sweep_t[-1] / bare_t[-1]:.3f}x")
+            shutil.rmtree(work)
+        ratio = statistics.median(s / b for s, b in zip(sweep_t, bare_t))
+        print(f"bench-sweep: {n} points of {spec.name} on {stack.name} ({profile.arch}), 2 workers, SASS policy "
+              f"base, cache off: sweep / bare triton.compile in 2 processes = {ratio:.3f}x "
+              f"(target <= {TARGET}x) {'MET' if ratio <= TARGET else 'NOT MET'}")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
