@@ -1,0 +1,62 @@
+"""The committed sweep bundles (bundles/examples/sweeps/): they verify, their answers follow the
+schema, and they hold the boundaries the README states (established by hand on 3.0, 3.5, 3.9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reprokit.bundle import schemas
+from reprokit.bundle.reader import open_bundle
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "bundles" / "examples" / "sweeps"
+
+
+def answers(name: str) -> dict:
+    b = open_bundle(EXAMPLES / name)
+    a = json.loads(b.read("sweep.json"))
+    assert not schemas.problems("sweep.json", a)
+    assert b.plan["sweep"]["name"] == a["sweep"] and b.manifest["stack"]["triton"] == a["triton"]
+    return a
+
+
+def axis(a: dict, group: str, name: str) -> dict:
+    g = next(g for g in a["groups"] if g["group"] == group)
+    return next(x for x in g["axes"] if x["axis"] == name)
+
+
+@pytest.mark.parametrize("bundle", sorted(p.name for p in EXAMPLES.glob("*.tgz")))
+def test_example_sweeps_verify_and_stay_small(bundle):
+    answers(bundle)
+    assert (EXAMPLES / bundle).stat().st_size < 4_000_000
+
+
+def test_experimental_descriptor_boxes_of_16_bytes_and_less_abort_triton_3_0():
+    a = answers("tma-invariants-triton-3.0-cu129-h100.tgz")
+    box = axis(a, "experimental_descriptor", "inner_box_bytes")
+    assert box["flips"] == ["4", "8", "16"]
+    assert box["boundary"]["below"]["status"] == "crash" and "UNREACHABLE" in box["boundary"]["below"]["error"]
+    assert all(c["verdict"] == "tma" for c in box["cells"] if c["label"] not in box["flips"])
+
+
+@pytest.mark.parametrize("release", ["3.5-cu130", "3.9-cu132"])
+def test_device_descriptors_refuse_narrow_boxes_strided_rows_and_rank_6(release):
+    a = answers(f"tma-invariants-triton-{release}-h100.tgz")
+    assert axis(a, "tensor_descriptor", "inner_box_bytes")["flips"] == ["4", "8"]
+    assert axis(a, "tensor_descriptor", "inner_stride")["flips"] == ["2", "runtime"]
+    assert axis(a, "tensor_descriptor", "rank")["flips"] == ["6"]
+    host_rank = axis(a, "host_descriptor", "rank")["boundary"]["above"]
+    assert host_rank["label"] == "6" and host_rank["failing_pass"] == "TritonNvidiaGPUTMALoweringPass"
+    for name in ("dtype", "BM", "boundary"):
+        assert axis(a, "tensor_descriptor", name)["flips"] == []
+
+
+def test_block_pointers_never_give_tma_and_are_gone_in_3_9():
+    for release in ("3.0-cu129", "3.5-cu130"):
+        g = next(g for g in answers(f"tma-invariants-triton-{release}-h100.tgz")["groups"] if g["group"] == "block_ptr")
+        assert g["base"]["verdict"] == "no-tma" and all(not x["flips"] for x in g["axes"])
+        assert sum(len(x["cells"]) for x in g["axes"]) >= 22
+    g = next(g for g in answers("tma-invariants-triton-3.9-cu132-h100.tgz")["groups"] if g["group"] == "block_ptr")
+    assert g["base"]["status"] == "unsupported"
