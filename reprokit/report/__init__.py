@@ -18,6 +18,10 @@ def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False) -> 
     """The report over `paths` (bundle files, in column order) as text."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt == "html":
+        from reprokit.report.plots import matplotlib_pyplot
+
+        matplotlib_pyplot()   # a host without the html extra hears so before any bundle is read
     from reprokit.report.model import build
 
     report = build(paths, mixed_profiles=mixed_profiles)

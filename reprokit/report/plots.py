@@ -24,7 +24,8 @@ class Plot:
     alt: str
 
 
-def _mpl():
+def matplotlib_pyplot():
+    """matplotlib.pyplot on the Agg backend; UsageError (exit 2) naming the extra when it is missing."""
     try:
         import matplotlib
     except ImportError:
@@ -124,7 +125,7 @@ def _bars(plt, key: str, title: str, unit: str, cases: list[str], cols: list[lis
 
 def plots(grid: Grid, labels: list[str], smem_limit: int | None) -> list[Plot]:
     """Every plot of something that differs across the columns; [] when nothing does."""
-    plt = _mpl()
+    plt = matplotlib_pyplot()
     out = []
     tma = tma_heatmap(plt, grid, labels)
     if tma:

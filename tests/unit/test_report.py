@@ -277,3 +277,20 @@ def test_reports_on_the_example_bundles(tmp_path, capsys):
         assert main(["report", *map(str, examples), "--format", "html", "--out", str(out)]) == 0
         assert out.read_text().count('<img src="data:image/png;base64,') >= 1
     capsys.readouterr()
+
+
+def test_markdown_needs_no_matplotlib_and_html_says_how_to_get_it(tmp_path):
+    import subprocess
+    import sys
+
+    # matplotlib made unimportable in a fresh interpreter, as on a host without the html extra
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from reprokit.cli import main\n"
+            f"assert main(['report', {str(V30)!r}, '--out', {str(tmp_path / 'r.md')!r}]) == 0\n"
+            f"sys.exit(main(['report', {str(V30)!r}, '--format', 'html', '--out', {str(tmp_path / 'r.html')!r}]))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=Path(__file__).resolve().parents[2])
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == \
+        "reprokit: --format html needs matplotlib for its plots: pip install 'reprokit[html]'"
+    assert (tmp_path / "r.md").is_file() and sorted(x.name for x in tmp_path.iterdir()) == ["r.md"]
