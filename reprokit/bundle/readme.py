@@ -91,7 +91,21 @@ def what_ran(manifest: dict, env: dict) -> str:
     return f"{what}, {where}"
 
 
-def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
+def gpu_check_lines(plan: dict | None) -> list[str]:
+    """What plan.json's `gpu` says of the GPU run: a GPU that is not the profile's, clocks locked."""
+    gpu = (plan or {}).get("gpu") or {}
+    host = gpu.get("host") or {}
+    out = []
+    if gpu.get("mismatch"):
+        out.append(f"**Not the profile's GPU**: ran on GPU {host.get('index', '?')}, a {host.get('name', '?')} "
+                   f"({'; '.join(gpu['mismatch'])}), with `--allow-gpu-mismatch`.")
+    if gpu.get("lock_clocks"):
+        out.append(f"The SM clock was locked for the run (`--lock-clocks {gpu['lock_clocks']}`) and reset after; "
+                   "logs/harness.log says at which frequency.")
+    return out
+
+
+def render(name: str, *, manifest: dict, results: dict, env: dict, plan: dict | None = None) -> str:
     """The README text. `manifest` is the manifest being written (files list not needed)."""
     stack, profile = manifest["stack"], manifest["profile"]
     pins = pinned(stack)
@@ -108,6 +122,7 @@ def render(name: str, *, manifest: dict, results: dict, env: dict) -> str:
         lines.append(f"Pinned base image: `{stack['base_image']}`.")
     if manifest.get("parent"):
         lines.append(f"Replayed from the bundle with sha256 `{manifest['parent']}`.")
+    lines += gpu_check_lines(plan)
     if manifest["share"]["applied"]:
         lines.append("Shared mode: host name, user name, home paths and GPU serials/UUIDs are replaced by placeholders.")
     lines += [

@@ -401,7 +401,7 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
                                  "files": sorted(log.secret_files)}
         manifest["share"] = {"applied": pack.share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
                              "files": sorted(log.share_files), "binary_files": sorted(log.share_binary)}
-        add("README.md", readme.render(name, manifest=manifest, results=pack.results, env=env).encode(), "readme")
+        add("README.md", readme.render(name, manifest=manifest, results=pack.results, env=env, plan=pack.plan).encode(), "readme")
         manifest["content_sha256"] = hashlib.sha256("".join(
             f"{f['sha256']}  {f['path']}\n" for f in files if f["role"] != "readme").encode()).hexdigest()
         manifest["files"] = sorted(files, key=lambda f: f["path"])

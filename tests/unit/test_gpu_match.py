@@ -105,3 +105,28 @@ def test_the_cli_takes_the_flags():
                         "--mode", "compile-only", "--lock-clocks", "max"], capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.strip().splitlines() == [
         "reprokit: --lock-clocks needs a run on the GPU (this one is compile-only)"]
+
+
+def test_a_bundle_says_it_ran_on_another_gpu(tmp_path, cfg):
+    """plan.json's gpu record reaches the bundle, verifies, and its README says it in words."""
+    import json as json_mod
+
+    from reprokit.bundle.reader import open_bundle, verify
+    from tests.helpers.bundle_tools import make_bundle
+
+    path = make_bundle(tmp_path, mode="gpu")
+    cap = tmp_path / "capture"
+    plan = json_mod.loads((cap / "plan.json").read_text())
+    plan["gpu"] = gpu_options(cfg.gpu("h200"), "auto", allow_mismatch=True, gpus=[H100], lock_clocks="1755").record()
+    (cap / "plan.json").write_text(json_mod.dumps(plan, indent=1, sort_keys=True) + "\n")
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions, Origin
+    from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK
+
+    again = write_bundle(cap, Origin(stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="gpu"),
+                         BundleOptions(tmp_path / "again"))
+    assert verify(again) == [] and path != again
+    b = open_bundle(again)
+    assert b.plan["gpu"]["mismatch"] == plan["gpu"]["mismatch"]
+    readme = b.read_text("README.md")
+    assert "**Not the profile's GPU**: ran on GPU 0, a NVIDIA H100 80GB HBM3" in readme and "--lock-clocks 1755" in readme
