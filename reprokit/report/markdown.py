@@ -235,8 +235,15 @@ def _summary(r: Report) -> list[str]:
 def render(r: Report, *, limit: int = BODY_LIMIT) -> str:
     """The issue body; shortened (least telling sections first) until it fits `limit`."""
     detail = ["full"] * len(r.findings)
+    sections: dict = {}
+
+    def section(k: int, d: str) -> list[str]:
+        if (k, d) not in sections:
+            sections[(k, d)] = finding_section(r, r.findings[k], d)
+        return sections[(k, d)]
+
     while True:
-        text = _assemble(r, detail)
+        text = _assemble(r, detail, section)
         if len(text) <= limit:
             return text
         # Shorten the last finding that can still be shortened: least telling first.
@@ -287,15 +294,15 @@ def _left_out(r: Report, fnd, detail: str) -> str:
     return " and ".join(parts)
 
 
-def _assemble(r: Report, detail: list[str]) -> str:
+def _assemble(r: Report, detail: list[str], section) -> str:
     lines = ["<!-- Made by `reprokit report` from the bundles listed under Environment details. "
              "Paste as the body of a bug report: https://github.com/triton-lang/triton/issues/new/choose",
              f"     Suggested title: {title(r).replace('--', '- -')} -->",
              "", "### Describe the bug", ""]
     lines += _summary(r)
     lines += ["#### Verdicts", ""] + grid_lines(r)
-    for fnd, d in zip(r.findings, detail):
-        lines += finding_section(r, fnd, d)
+    for k, d in enumerate(detail):
+        lines += section(k, d)
     cut = [f"`{f.case}` ({what})" for f, d in zip(r.findings, detail)
            if d != "full" and (what := _left_out(r, f, d))]
     if cut:

@@ -4,7 +4,7 @@ excerpts, crash evidence) the renderers show."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +22,12 @@ class Report:
     grid: Grid
     findings: tuple      # Finding
     api: tuple           # ApiChange
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)   # excerpts and scripts, made once
+
+    def _once(self, key: tuple, make):
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     @property
     def profile(self) -> str:
@@ -52,10 +58,12 @@ class Report:
 
     def excerpts(self, i: int, case_id: str) -> list[Excerpt]:
         rec = self.record(i, case_id)
-        return case_excerpts(rec, lambda rel: self.member(i, rel)) if rec and rec.get("status") == "ok" else []
+        if not rec or rec.get("status") != "ok":
+            return []
+        return self._once(("excerpts", i, case_id), lambda: case_excerpts(rec, lambda rel: self.member(i, rel)))
 
     def standalone(self, i: int, case_id: str) -> Standalone | None:
-        return standalone(self.bundles[i], case_id)
+        return self._once(("standalone", i, case_id), lambda: standalone(self.bundles[i], case_id))
 
     def focus(self, fnd: Finding) -> int | None:
         """The column a finding's reproducer comes from: the first that crashed, else the newest
