@@ -34,7 +34,9 @@ _DIALECTS = ((re.compile(r"\btriton_nvidia_gpu\."), "ttng."), (re.compile(r"\btr
 _MLIR_OP = re.compile(r'^(?:%[^=]*=\s*)?"?([A-Za-z_]\w*\.[\w.]+)"?')
 
 # LLVM IR
-_DBG = re.compile(r",?\s*!dbg !\d+")
+# Two patterns that each open with a literal, which re scans for fast (an optional first
+# character would make it try every position of megabytes of IR).
+_DBG = (re.compile(r", !dbg !\d+"), re.compile(r" !dbg !\d+"))
 _LL_DEBUG_LINE = re.compile(r"^!(?:\d+|llvm\.dbg\.\w+) = .*(?:!DI|Debug Info Version|Dwarf Version)|^!llvm\.dbg\.")
 _LL_META = re.compile(r"!\d+\b")
 _LL_ATTR = re.compile(r"#\d+\b")
@@ -171,12 +173,15 @@ def _mlir(text: str) -> list[str]:
 def _llir(text: str) -> list[str]:
     lines = []
     meta, attrs = _Renamer("!"), _Renamer("#")
+    # Every instruction carries `, !dbg !N`: one pass over the whole text, in C, not per line.
+    for rx in _DBG:
+        text = rx.sub("", text)
     for line in text.splitlines():
         s = line.strip()
         if s.startswith(";") or s.startswith("source_filename") or (s.startswith("!") and _LL_DEBUG_LINE.match(s)):
             continue
         if "!" in line:
-            line = _LL_META.sub(meta, _DBG.sub("", line))
+            line = _LL_META.sub(meta, line)
         if "#" in line:
             line = _LL_ATTR.sub(attrs, line)
         lines.append(line)
@@ -204,8 +209,7 @@ def _ptx(text: str) -> list[str]:
 
 def _sass(text: str) -> list[str]:
     lines = []
-    for line in text.splitlines():
-        line = _SASS_ENC.sub("", _SASS_ADDR.sub("", line))
+    for line in _SASS_ENC.sub("", _SASS_ADDR.sub("", text)).splitlines():
         s = " ".join(line.split())
         if s and set(s) != {"."}:
             lines.append(s)

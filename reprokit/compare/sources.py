@@ -69,8 +69,10 @@ class ResultSet:
     def normalised(self, case_id: str, level: str) -> str | None:
         k = (case_id, level)
         if k not in self._norm:
-            text = self.ir_text(case_id, level)
-            self._norm[k] = None if text is None else normalise(level, text)
+            case = self.case(case_id)
+            rel = ((case or {}).get("artifacts") or {}).get(level)
+            data = self._read(rel) if rel else None
+            self._norm[k] = None if data is None else _normalised(level, data)
         return self._norm[k]
 
     @classmethod
@@ -111,6 +113,24 @@ class ResultSet:
         stack = (plan.get("stack") or {}).get("name")
         return cls(key=key or folder.name, label=label or _short(stack, results.get("triton")), role=role,
                    results=results, plan=plan, path=str(folder), _read=read)
+
+
+_SEEN: dict = {}
+_SEEN_MAX = 4096
+
+
+def _normalised(level: str, data: bytes) -> str:
+    """Normalised text, once per distinct file: a replay on its own stack mostly rebuilds the
+    recorded bytes, and a grid's columns share many files."""
+    import hashlib
+
+    key = (level, hashlib.sha256(data).digest())
+    hit = _SEEN.get(key)
+    if hit is None:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        hit = _SEEN[key] = normalise(level, data.decode("utf-8", "replace"))
+    return hit
 
 
 def _short(stack: str | None, triton: str | None) -> str:
