@@ -26,7 +26,7 @@ export REPROKIT_WITH_TORCH := $(WITH_TORCH)
 help:
 	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
 	@echo "make replay BUNDLE=bundles/x.tgz [REPLAY_STACKS=a,b] | make verify BUNDLE=... | make show BUNDLE=..."
-	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make test-gpu | make bench-capture | bench-bundle | bench-stacks"
+	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make test-gpu | make bench-capture | bench-bundle | bench-stacks | bench-replay"
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml

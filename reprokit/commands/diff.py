@@ -23,8 +23,8 @@ def add_parser(sub) -> None:
                     "cache hashes, SSA names and dialect spelling removed), with the ops each case gained and lost. "
                     "--case (and --level) prints the unified diff of that case's normalised IR instead. Nothing is "
                     "printed when A and B agree. Exit 0: no difference; 1: they differ; 2: unusable input.",
-        epilog="example: reprokit diff bundles/triton-3.5-cu130-h100-X.tgz bundles/triton-3.6-cu130-h100-Y.tgz "
-               "--case tensor_descriptor.p0 --level ttgir",
+        epilog="example: reprokit diff bundles/examples/triton-3.4-cu129-h100.tgz "
+               "bundles/examples/triton-3.5-cu130-h100.tgz --case tensor_descriptor.p0 --level ttgir",
     )
     p.add_argument("a", type=Path, help="bundle (.tgz) or capture folder")
     p.add_argument("b", type=Path, help="bundle (.tgz) or capture folder")

@@ -27,8 +27,8 @@ def add_parser(sub) -> None:
                     "(status, verdict, TMA ops per level, shared memory, registers, spills, normalised IR). "
                     "Exit 0: reproduced, or nothing moved; 1: something moved; 2: unusable input; "
                     "3: a stack could not run.",
-        epilog="example: reprokit replay bundles/triton-3.0-cu129-h100-X.tgz --stacks triton-3.6-cu130,triton-3.9-cu132 "
-               "--executor venv --cases 'experimental_descriptor.*'",
+        epilog="example: reprokit replay bundles/examples/triton-3.0-cu129-h100.tgz "
+               "--stacks triton-3.6-cu130,triton-3.9-cu132 --executor venv",
     )
     p.add_argument("bundle", type=Path)
     p.add_argument("--stacks", default=None, help="stacks from stacks.toml to replay on (default: the bundle's own)")
