@@ -332,10 +332,31 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for
         except Exception as e:  # noqa: BLE001 - a harness-side failure must still leave a record
             traceback.print_exc()
             rec = _harness_error(case, e)
+        if rec.get("status") == "ok" and plan.get("mode") == "gpu":
+            rec["gpu"] = _on_gpu(case, plan, kernels_dir, case_dir, rec)
     sys.stdout.flush()
     sys.stderr.flush()
     write_json(os.path.join(case_dir, "metadata.json"), rec)
     return 0
+
+
+def _on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, rec: dict) -> dict:
+    """Launch, check and benchmark the compiled case (reprokit.harness.launch); a failure of the
+    harness itself there is kept as the case's GPU result, not lost with the compile's record."""
+    aot = None
+    if "cubin" in rec["artifacts"]:
+        with open(os.path.join(case_dir, rec["artifacts"]["cubin"]), "rb") as f:
+            aot = cubin_digest(f.read())
+    try:
+        from reprokit.harness import launch
+
+        gpu = launch.run_on_gpu(case, plan, kernels_dir, case_dir, aot)
+    except Exception as e:  # noqa: BLE001 - as for the compile: a record, never a lost case
+        traceback.print_exc()
+        return {"status": "harness_error", "error": f"{type(e).__name__}: {_one_line(e)}"}
+    if os.path.exists(os.path.join(case_dir, "bench.json")):
+        rec["artifacts"]["bench"] = "bench.json"
+    return gpu
 
 
 def _harness_error(case: dict, e: BaseException) -> dict:

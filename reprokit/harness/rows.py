@@ -11,7 +11,7 @@ MET_TEXT = {True: "yes", False: "no"}
 def case_cells(r: dict) -> dict:
     """Every column any table shows: id, family, control, status, verdict, expect, met (yes/no/-),
     one count per IR level ('-' when not compiled that far), tma (the counts on one line),
-    shared_bytes, launch (ok/no/-), compile_s and reason."""
+    shared_bytes, launch (ok/no/-), compile_s, reason and gpu (the GPU status, '-' without one)."""
     tma = r.get("tma") or {}
     launch = r.get("launch")
     return {
@@ -24,4 +24,5 @@ def case_cells(r: dict) -> dict:
         "launch": "-" if not launch else ("ok" if launch["fits"] else "no"),
         "compile_s": f"{r['compile_s']:.2f}" if r.get("compile_s") is not None else "-",
         "reason": r.get("reason", ""),
+        "gpu": (r.get("gpu") or {}).get("status", "-"),   # gpu mode: what the launch found
     }

@@ -280,6 +280,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     cases_root = os.path.join(out_dir, "cases")
     os.makedirs(cases_root, exist_ok=True)
     scratch_root = tempfile.mkdtemp(prefix="reprokit-cases-")
+    if plan.get("mode") == "gpu":
+        _prepare_gpu(scratch_root, log)
     started, t0 = utcnow(), time.perf_counter()
     pending = []
     records = {}
@@ -435,6 +437,17 @@ def _recorder(cases_root: str, records: dict, stream: bool):
     return done
 
 
+def _prepare_gpu(scratch_root: str, log) -> None:
+    """GPU mode: torch is imported here, once, so that each case's process starts with it (it
+    initialises no CUDA on import: each case does that in its own process, after the fork); and
+    one lock file lets cases compile side by side but use the GPU one at a time."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        log("gpu mode: torch is not installed in this stack; cases will say so")
+    os.environ["REPROKIT_GPU_LOCK"] = os.path.join(scratch_root, "gpu.lock")
+
+
 def _judge_all(plan: dict, records: dict, triton_version: str) -> list:
     out = []
     by_id = {}
@@ -450,7 +463,7 @@ def _judge_all(plan: dict, records: dict, triton_version: str) -> list:
 
 
 SUMMARY_COLUMNS = ("id", "family", "control", "status", "verdict", "expect", "met", "ttir", "ttgir", "llir",
-                   "ptx", "sass", "shared_bytes", "launch", "compile_s")
+                   "ptx", "sass", "shared_bytes", "launch", "compile_s", "gpu")
 
 
 def write_summary(path: str, results: dict) -> None:

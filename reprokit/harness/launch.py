@@ -1,0 +1,317 @@
+"""Launching a compiled case on the GPU, in the case's own process: inputs, the launch itself
+(through Triton's JIT with the case's exact config), a torch reference, determinism by output
+hashes, and the benchmarks of P0 copies and GEMMs against torch's copy and cuBLAS.
+
+Which arguments a suite kernel takes, and what it must compute, is written here once per kernel
+function (RECIPES): a case with no recipe is reported as not launched, with the reason. A launch
+failure (out of resources, illegal address, unsupported) becomes the case's GPU status with the
+real error text; an illegal address poisons the CUDA context, which is one more reason each case
+has its own process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import json
+import os
+import traceback
+from dataclasses import dataclass
+
+from reprokit.harness import bench, stats
+
+POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or of a GEMM
+DETERMINISM_RUNS = 5
+COPY_BENCH_SIZES = ((4096, 4096), (8192, 8192))
+GEMM_BENCH_SIZES = (2048, 4096, 8192)
+# Correctness runs at sizes with tails: 4000 = 31 x 128 + 32, and TMA's 16-byte stride rule holds
+# (4000 x 2 B is a multiple of 16). Tiled kernels without boundary handling run at the problem size.
+TAIL = 4000
+GEMM_CHECK = 2000  # 2000 = 15 x 128 + 80 = 7 x 256 + 208 = 62 x 32 + 16: tails on M, N and K
+
+
+@dataclass(frozen=True)
+class Recipe:
+    kind: str            # "copy" or "gemm"
+    args: str            # how the kernel takes its operands (see _bind)
+    grid: str            # "tiles" (M/BM x N/BN), "rows" (cdiv(M, BM)), "gemm"
+    tails: bool          # the kernel handles sizes that are not multiples of its tile
+    bench: bool          # benchmarked (P0 copies and GEMMs); the rest are checked only
+
+
+# (family, kernel function) -> how to run it. Negative controls that compile are run only where
+# what they compute is defined (block_ptr.p1 reads and writes a transposed view of the same bytes).
+RECIPES = {
+    ("block_ptr", "copy_p0"): Recipe("copy", "ptr_mn", "tiles", False, True),
+    ("block_ptr", "copy_p1_strided"): Recipe("copy", "ptr_mn", "tiles", False, False),
+    ("block_ptr", "copy_p2_stress"): Recipe("copy", "ptr_mn", "rows", True, False),
+    ("experimental_descriptor", "copy_p0"): Recipe("copy", "exp_desc", "tiles", False, True),
+    ("experimental_descriptor", "copy_p2_stress"): Recipe("copy", "exp_desc_mn", "rows", True, False),
+    ("tensor_descriptor", "copy_p0"): Recipe("copy", "ptr_mn", "tiles", False, True),
+    ("tensor_descriptor", "copy_p2_stress"): Recipe("copy", "ptr_mn", "rows", True, False),
+    ("host_descriptor", "copy_p0"): Recipe("copy", "host_desc", "tiles", False, True),
+    ("host_descriptor", "copy_p2_stress"): Recipe("copy", "host_desc_n", "rows", True, False),
+    ("experimental_descriptor", "gemm_experimental_descriptor"): Recipe("gemm", "exp_desc_mnk", "gemm", True, True),
+    ("tensor_descriptor", "gemm_tensor_descriptor"): Recipe("gemm", "ptr_mnk", "gemm", True, True),
+}
+
+NO_RECIPE = {
+    ("tensor_descriptor", "copy_p1_strided"): "negative control: an innermost stride of 2 describes no "
+                                              "TMA box, so what it would compute is undefined",
+    ("experimental_descriptor", "copy_p1_narrow"): "negative control: an 8-byte box is below TMA's minimum",
+    ("host_descriptor", "copy_p1_rank6"): "negative control: a 6-D box is beyond TMA's 5 dimensions",
+}
+
+
+def recipe_for(case: dict):
+    """(Recipe, None) or (None, why this case is not launched)."""
+    key = (case["family"], case["kernel"]["function"])
+    if key in RECIPES:
+        return RECIPES[key], None
+    return None, NO_RECIPE.get(key, f"no launch recipe for {key[0]}/{key[1]}")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class Bound:
+    """A kernel bound to operands of one size: `run()` launches it, `baseline()` runs torch's own
+    op (copy or cuBLAS) into a separate output, `reference()` is what `out` must hold."""
+
+    def __init__(self, torch, triton, fn, case: dict, recipe: Recipe, size: dict, seed: int = 0):
+        self.torch, self.fn, self.case, self.recipe, self.size = torch, fn, case, recipe, size
+        cx = case["constexprs"]
+        g = torch.Generator(device="cuda")
+        g.manual_seed(seed)
+        dev = "cuda"
+        if recipe.kind == "copy":
+            M, N = size["M"], size["N"]
+            self.src = torch.randn(M, N, device=dev, dtype=torch.float16, generator=g)
+            self.out = torch.empty_like(self.src)
+            self.base_out = torch.empty_like(self.src)
+            self.inputs = (self.src,)
+        else:
+            M, N, K = size["M"], size["N"], size["K"]
+            self.a = torch.randn(M, K, device=dev, dtype=torch.float16, generator=g)
+            self.b = torch.randn(K, N, device=dev, dtype=torch.float16, generator=g)
+            self.out = torch.empty(M, N, device=dev, dtype=torch.float16)
+            self.base_out = torch.empty_like(self.out)
+            self.inputs = (self.a, self.b)
+        BM, BN = cx.get("BM", 128), cx.get("BN", 128)
+        if recipe.grid == "tiles":
+            self.grid = (M // BM, N // BN)
+        elif recipe.grid == "rows":
+            self.grid = (_cdiv(M, BM),)
+        else:
+            self.grid = (_cdiv(M, BM), _cdiv(N, BN))
+        self.args = self._bind(torch, triton, recipe.args, cx)
+        self.kwargs = dict(cx, num_warps=case["num_warps"], num_stages=case["num_stages"])
+        self.compiled = None
+
+    def _bind(self, torch, triton, how: str, cx: dict) -> tuple:
+        BM, BN, BK = cx.get("BM", 128), cx.get("BN", 128), cx.get("BK", 64)
+        if how == "ptr_mn":
+            if self.case["family"] == "tensor_descriptor":
+                _set_allocator(torch, triton)
+            return (self.src, self.out, self.size["M"], self.size["N"])
+        if how == "ptr_mnk":
+            _set_allocator(torch, triton)
+            return (self.a, self.b, self.out, self.size["M"], self.size["N"], self.size["K"])
+        if how in ("host_desc", "host_desc_n"):
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            s = TensorDescriptor.from_tensor(self.src, [BM, BN])
+            d = TensorDescriptor.from_tensor(self.out, [BM, BN])
+            return (s, d) if how == "host_desc" else (s, d, self.size["N"])
+        if how in ("exp_desc", "exp_desc_mn"):
+            self._descs = [experimental_descriptor(torch, triton, t, BM, BN) for t in (self.src, self.out)]
+            return tuple(self._descs) + ((self.size["M"], self.size["N"]) if how == "exp_desc_mn" else ())
+        if how == "exp_desc_mnk":
+            self._descs = [experimental_descriptor(torch, triton, self.a, BM, BK),
+                           experimental_descriptor(torch, triton, self.b, BK, BN),
+                           experimental_descriptor(torch, triton, self.out, BM, BN)]
+            return tuple(self._descs) + (self.size["M"], self.size["N"], self.size["K"])
+        raise ValueError(f"unknown argument binding {how!r}")
+
+    def run(self):
+        self.compiled = self.fn[self.grid](*self.args, **self.kwargs)
+        return self.compiled
+
+    def baseline(self):
+        if self.recipe.kind == "copy":
+            self.base_out.copy_(self.src)
+        else:
+            self.torch.matmul(self.a, self.b, out=self.base_out)
+
+    def reference(self):
+        if self.recipe.kind == "copy":
+            return self.src
+        return self.torch.matmul(self.a.float(), self.b.float())
+
+    def poison(self):
+        self.out.fill_(POISON)
+
+
+def _set_allocator(torch, triton) -> None:
+    """Device-side descriptors need global scratch at launch (3.4+); 3.3 has no hook and none
+    is needed there."""
+    if hasattr(triton, "set_allocator"):
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+
+
+def experimental_descriptor(torch, triton, t, box_rows: int, box_cols: int):
+    """The 3.0-era host-filled CUtensorMap: 128 bytes filled on the host by Triton's own
+    `fill_2d_tma_descriptor(ptr, rows, cols, box_rows, box_cols, elem_size, host_ptr)` and
+    copied to the GPU; the kernel takes its address (`*i8`)."""
+    fill = triton.runtime.driver.active.utils.fill_2d_tma_descriptor
+    dims = (t.data_ptr(), t.shape[0], t.shape[1], box_rows, box_cols, t.element_size())
+    host = torch.empty(128, dtype=torch.int8)
+    try:
+        fill(*dims, host.data_ptr())  # 3.1-3.3: the host buffer's address
+    except TypeError:
+        buf = bytearray(128)  # 3.0: a writable buffer (its tutorial passes a numpy array)
+        fill(*dims, buf)
+        host = torch.frombuffer(buf, dtype=torch.int8).clone()
+    return host.to("cuda")
+
+
+def output_digest(torch, t) -> str:
+    """sha256 of a tensor's bytes (copied to the host)."""
+    h = t.detach().contiguous().cpu()
+    return hashlib.sha256(ctypes.string_at(h.data_ptr(), h.numel() * h.element_size())).hexdigest()
+
+
+def check(torch, out, ref, exact: bool) -> dict:
+    """Compare `out` with `ref` elementwise: unwritten elements (still the poison), mismatches
+    beyond the dtype's tolerance, the largest error and the relative Frobenius error."""
+    tol = stats.tolerance("float16", exact=exact)
+    o, r = out.float(), ref.float()
+    unwritten = int(torch.isnan(o).sum().item())
+    diff = (o - r).abs()
+    bound = tol["atol"] + tol["rtol"] * r.abs()
+    bad = ~(diff <= bound)  # NaN counts as bad
+    max_excess = float((diff - bound).nan_to_num(nan=float("inf")).max().item())
+    rel_fro = float((torch.linalg.vector_norm((o - r).nan_to_num(nan=float("inf")))
+                     / torch.linalg.vector_norm(r)).item())
+    return {"ok": stats.within(max_excess, rel_fro, tol) and unwritten == 0, "elements": out.numel(),
+            "unwritten": unwritten, "mismatched": int(bad.sum().item()),
+            "max_abs_err": float(diff.nan_to_num(nan=float("inf")).max().item()), "rel_fro_err": rel_fro,
+            "tolerance": tol, "dtype": "float16"}
+
+
+def check_size(case: dict, recipe: Recipe, problem: dict) -> dict:
+    if recipe.kind == "gemm":
+        return {"M": GEMM_CHECK, "N": GEMM_CHECK, "K": GEMM_CHECK}
+    if recipe.tails:
+        return {"M": TAIL, "N": TAIL}
+    return {"M": int(problem.get("M", 4096)), "N": int(problem.get("N", 4096))}
+
+
+def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubin_digest) -> dict:
+    """Everything a case does on the GPU; the dict goes under the record's `gpu` key. Benchmark
+    samples go to `bench.json` beside the case's IR (the record holds their summaries)."""
+    from reprokit.harness.case import cubin_digest, load_kernel
+
+    recipe, why = recipe_for(case)
+    if recipe is None:
+        return {"status": "not_launched", "reason": why}
+    with _gpu_lock():
+        import torch
+        import triton
+
+        torch.cuda.init()
+        fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
+        size = check_size(case, recipe, plan.get("problem") or {})
+        out = {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size}
+        try:
+            bound = Bound(torch, triton, fn, case, recipe, size)
+            bound.poison()
+            bound.run()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - the launch's failure is this case's GPU result
+            traceback.print_exc()
+            out.update(stats.classify_launch_error(type(e).__name__, str(e)))
+            return out
+        out["correctness"] = check(torch, bound.out, bound.reference(), exact=recipe.kind == "copy")
+        compiled = bound.compiled
+        if compiled is not None and isinstance(getattr(compiled, "asm", None), dict) and "cubin" in compiled.asm:
+            jit = cubin_digest(compiled.asm["cubin"])
+            out["jit_cubin"] = {"sha256_less_debug_line": jit, "same_as_compiled": jit == aot_cubin_digest}
+        out["determinism"] = determinism(torch, bound)
+        if not out["correctness"]["ok"]:
+            out["status"] = "wrong"
+        elif not out["determinism"]["deterministic"]:
+            out["status"] = "nondeterministic"
+        if recipe.bench and case["control"] in ("P0", "gemm"):
+            samples = []
+            out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples)
+            path = os.path.join(case_dir, "bench.json")
+            with open(path, "w") as f:
+                json.dump({"case": case["id"], "unit": "ms", "runs": samples}, f, indent=1, sort_keys=True)
+                f.write("\n")
+        del bound
+        torch.cuda.empty_cache()
+    return out
+
+
+def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
+    """The same inputs, `runs` launches, a fresh poison before each: the output's sha256 must
+    not change (Triton issue #6638 reports TMA stores that do)."""
+    digests = []
+    for _ in range(runs):
+        bound.poison()
+        bound.run()
+        torch.cuda.synchronize()
+        digests.append(output_digest(torch, bound.out))
+    return {"runs": runs, "distinct": len(set(digests)), "deterministic": len(set(digests)) == 1,
+            "sha256": digests[0] if len(set(digests)) == 1 else digests}
+
+
+def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list) -> list:
+    """The kernel against torch's copy (copies) or cuBLAS (GEMMs), at each benchmark size, each
+    timed by CUDA events and by CUDA graphs, NVML watching; summaries returned, raw samples
+    appended to `samples`."""
+    rows = []
+    if recipe.kind == "copy":
+        sizes = [{"M": m, "N": n, "elem_bytes": 2} for m, n in COPY_BENCH_SIZES]
+        peak, baseline = profile.get("mem_bandwidth_gbs"), "torch.copy_"
+    else:
+        sizes = [{"M": s, "N": s, "K": s} for s in GEMM_BENCH_SIZES]
+        peak, baseline = profile.get("fp16_tflops"), "cublas (torch.matmul)"
+    for size in sizes:
+        bound = Bound(torch, triton, fn, case, recipe, size, seed=1)
+        try:
+            bound.run()  # compile + load before timing
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - recorded, like the check's launch
+            rows.append({"size": size, **stats.classify_launch_error(type(e).__name__, str(e))})
+            continue
+        res = bench.compare({"kernel": bound.run, "baseline": bound.baseline})
+        samples.append({"size": size, "raw": res.pop("raw")})
+        row = {"size": size, "baseline_name": baseline, **res}
+        for who in ("kernel", "baseline"):
+            row[who].update(stats.throughput(recipe.kind, size, row[who]["median_ms"], peak))
+        row["ratio_to_baseline"] = row["baseline"]["median_ms"] / row["kernel"]["median_ms"]
+        rows.append(row)
+        del bound
+    return rows
+
+
+class _gpu_lock:
+    """Cases compile side by side but touch the GPU one at a time: a benchmark never shares the
+    GPU with another case's launches. The runner names the lock file."""
+
+    def __enter__(self):
+        path = os.environ.get("REPROKIT_GPU_LOCK")
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if path else None
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+        return False

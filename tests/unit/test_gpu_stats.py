@@ -1,0 +1,135 @@
+"""The CPU-side arithmetic of GPU runs: tolerances by dtype, timing summaries, spread and the
+agreement of two timing methods, throughput, launch-error parsing, throttle decoding, the launch
+recipes' coverage of the suite, and the results schema for GPU records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reprokit.config import load_config
+from reprokit.harness import bench, launch, stats
+from reprokit.bundle.schemas import problems
+from reprokit.suite import build_plan
+
+OOR = ("out of resource: shared memory, Required: 262176, Hardware limit: 232448. "
+       "Reducing block sizes or `num_stages` may help.")
+
+
+def test_tolerance_by_dtype_and_exact_copies():
+    assert stats.tolerance("float16") == {"rtol": 1e-2, "atol": 1e-2, "rel_fro": 5e-3}
+    assert stats.tolerance("bfloat16")["rel_fro"] > stats.tolerance("float16")["rel_fro"]
+    assert stats.tolerance("float32")["rtol"] < stats.tolerance("tf32")["rtol"]
+    assert stats.tolerance("float16", exact=True) == {"rtol": 0.0, "atol": 0.0, "rel_fro": 0.0}
+    with pytest.raises(ValueError, match="float8"):
+        stats.tolerance("float8")
+
+
+def test_within_rejects_excess_and_nan():
+    tol = stats.tolerance("float16")
+    assert stats.within(0.0, 1e-3, tol)
+    assert not stats.within(1e-6, 1e-3, tol)
+    assert not stats.within(0.0, 6e-3, tol)
+    assert not stats.within(float("nan"), 0.0, tol)
+    assert not stats.within(0.0, float("nan"), tol)
+
+
+def test_summarize_drops_iqr_outliers_and_reports_spread_inside_a_run():
+    xs = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 5.0]  # one launch hit by a hiccup
+    s = stats.summarize(xs)
+    assert s["n"] == 7 and s["outliers"] == 1
+    assert s["median_ms"] == pytest.approx(1.0)
+    assert s["max_ms"] == pytest.approx(1.02)
+    assert s["iqr_rel"] == pytest.approx((s["p75_ms"] - s["p25_ms"]) / 1.0)
+    assert stats.quantile([1.0, 2.0, 3.0, 4.0], 0.5) == pytest.approx(2.5)
+    with pytest.raises(ValueError):
+        stats.summarize([])
+
+
+def test_spread_of_round_medians_and_agreement_of_methods():
+    assert stats.spread([1.0, 1.01, 0.99]) == pytest.approx(0.02)
+    assert stats.spread([1.0]) is None
+    assert stats.agreement(1.0, 1.03) == pytest.approx(0.03)
+    assert stats.agreement(1.03, 1.0) == pytest.approx(0.03)
+    assert stats.agreement(None, 1.0) is None
+
+
+def test_throughput_copy_counts_read_and_write_gemm_counts_2mnk():
+    c = stats.throughput("copy", {"M": 4096, "N": 4096, "elem_bytes": 2}, 0.025, 3350)
+    assert c["gbs"] == pytest.approx(2 * 4096 * 4096 * 2 / 25e-6 / 1e9)
+    assert c["pct_of_peak"] == pytest.approx(100 * c["gbs"] / 3350)
+    g = stats.throughput("gemm", {"M": 8192, "N": 8192, "K": 8192}, 1.6, 989.4)
+    assert g["tflops"] == pytest.approx(2 * 8192 ** 3 / 1.6e-3 / 1e12)
+    with pytest.raises(ValueError):
+        stats.throughput("conv", {}, 1.0, 1.0)
+
+
+def test_out_of_resources_keeps_the_real_text_required_bytes_and_limit():
+    f = stats.classify_launch_error("OutOfResources", OOR)
+    assert f["status"] == "out_of_resources" and f["resource"] == "shared memory"
+    assert (f["required"], f["limit"]) == (262176, 232448)
+    assert f["error"].startswith("OutOfResources: out of resource: shared memory, Required: 262176")
+
+
+def test_other_launch_failures_become_statuses():
+    ill = stats.classify_launch_error("RuntimeError", "Triton Error [CUDA]: an illegal memory access was encountered")
+    assert ill["status"] == "illegal_address"
+    uns = stats.classify_launch_error("RuntimeError", "CUDA error: no kernel image is available for execution")
+    assert uns["status"] == "unsupported"
+    other = stats.classify_launch_error("ValueError", "pointer argument cannot be accessed from Triton\n(cpu tensor?)")
+    assert other["status"] == "launch_error" and "\n" not in other["error"]
+
+
+def test_throttle_reasons_are_decoded_by_name():
+    assert bench.decode_throttle(0x4) == ["sw_power_cap"]
+    assert bench.decode_throttle(0x1 | 0x40) == ["gpu_idle", "hw_thermal_slowdown"]
+    assert bench.decode_throttle(None) == []
+
+
+def test_every_suite_case_has_a_recipe_or_a_stated_reason_not_to_launch():
+    plan = build_plan(load_config().gpu("h100"), {"name": "local"})
+    for case in plan["cases"]:
+        recipe, why = launch.recipe_for(case)
+        key = (case["family"], case["kernel"]["function"])
+        assert recipe is not None or key in launch.NO_RECIPE, case["id"]
+        if case["control"] in ("P0", "gemm"):
+            assert recipe is not None and recipe.bench, case["id"]
+
+
+def _gpu_record():
+    contender = {"method": "cuda-events", "median_ms": 0.03, "round_medians_ms": [0.03, 0.0301, 0.0299],
+                 "events": stats.summarize([0.03, 0.0301, 0.0299]), "spread": 0.0067,
+                 "graph_median_ms": 0.0297, "graph": stats.summarize([0.0297]), "graph_error": None,
+                 "agreement": 0.01, "gbs": 2200.0, "pct_of_peak": 65.7}
+    return {
+        "id": "host_descriptor.p0", "family": "host_descriptor", "control": "P0", "status": "ok",
+        "artifacts": {"bench": "cases/host_descriptor.p0/bench.json"}, "verdict": "tma", "expect": "tma",
+        "met": True, "reason": "SASS has UTMALDG",
+        "gpu": {"status": "ok", "device": "NVIDIA H100 80GB HBM3", "check_size": {"M": 4096, "N": 4096},
+                "correctness": {"ok": True, "elements": 4096 * 4096, "unwritten": 0, "mismatched": 0,
+                                "max_abs_err": 0.0, "rel_fro_err": 0.0, "dtype": "float16",
+                                "tolerance": stats.tolerance("float16", exact=True)},
+                "determinism": {"runs": 5, "distinct": 1, "deterministic": True, "sha256": "ab" * 32},
+                "bench": [{"size": {"M": 4096, "N": 4096, "elem_bytes": 2}, "baseline_name": "torch.copy_",
+                           "kernel": contender, "baseline": contender, "ratio_to_baseline": 1.0,
+                           "nvml": {"available": True, "throttled": [], "throttle_reasons_seen": ["sw_power_cap"]}}]},
+    }
+
+
+def _results(case):
+    return {"format": 1, "harness": "0.1.0", "triton": "3.6.0", "target": {"backend": "cuda", "arch": 90},
+            "started": "2026-11-23T12:00:00Z", "finished": "2026-11-23T12:01:00Z", "wall_s": 60.0,
+            "workers": 1, "mode": "gpu", "cases": [case]}
+
+
+def test_results_schema_takes_gpu_records_and_refuses_bad_ones():
+    case = _gpu_record()
+    assert problems("results.json", json.loads(json.dumps(_results(case)))) == []
+    oor = dict(case, gpu={"status": "out_of_resources", "device": "NVIDIA H100 80GB HBM3",
+                          **stats.classify_launch_error("OutOfResources", OOR)})
+    assert problems("results.json", _results(oor)) == []
+    bad = dict(case, gpu=dict(case["gpu"], status="fast"))
+    assert any("gpu" in p and "status" in p for p in problems("results.json", _results(bad)))
+    bad = dict(case, gpu=dict(case["gpu"], required="262176"))
+    assert any("required" in p for p in problems("results.json", _results(bad)))
