@@ -9,7 +9,7 @@ GPU's clocks or power settings: it measures the card as it finds it and says how
 
 from __future__ import annotations
 
-from reprokit.harness import stats
+from reprokit.harness import nvml, stats
 
 FLUSH_BYTES = 256 << 20   # 5x the H100's 50 MB L2 (tritonbench flushes 256 MB too)
 ROUNDS = 3                # rounds per contender and method: their medians give the spread
@@ -103,18 +103,18 @@ def time_graph(torch, fn, flush, inner: int, replays: int = GRAPH_REPLAYS) -> li
     return [(t - flush_ms) / inner for t in t_both]
 
 
-def compare(contenders: dict, watch=None) -> dict:
+def compare(contenders: dict, nvml_index: int = 0) -> dict:
     """Time each contender (name -> zero-argument callable that launches asynchronously) by
     both methods, interleaved round by round. Returns per contender a summary (median of all
     event samples, per-round medians, spread, graph median, agreement), NVML around it all, and
-    `raw` (every sample, by contender, method and round)."""
+    `raw` (every sample, by contender, method and round). NVML is sampled (reprokit.harness.nvml)
+    from the first round to the last graph replay."""
     import torch
 
     flush = _flusher(torch)
     est = {name: _estimate_ms(torch, fn, flush) for name, fn in contenders.items()}
     raw = {name: {"events": [], "graph": []} for name in contenders}
-    w = watch or nvml_watch()
-    with w:
+    with nvml.Sampler(nvml_index, 0.02) as watched:
         for _ in range(ROUNDS):
             for name, fn in contenders.items():
                 reps = int(min(MAX_REPS, max(MIN_REPS, TARGET_MS / max(est[name], 1e-3))))
@@ -125,7 +125,7 @@ def compare(contenders: dict, watch=None) -> dict:
                 raw[name]["graph"].append(time_graph(torch, fn, flush, inner))
             except RuntimeError as e:  # a kernel that cannot be captured still has its event timing
                 raw[name]["graph_error"] = str(e).strip().splitlines()[0][:300]
-    out = {"raw": raw, "nvml": w.result()}
+    out = {"raw": raw, "nvml": watched}
     for name in contenders:
         rounds = [stats.summarize(r) for r in raw[name]["events"]]
         pooled = stats.summarize([x for r in raw[name]["events"] for x in r])
@@ -140,98 +140,3 @@ def compare(contenders: dict, watch=None) -> dict:
             "agreement": stats.agreement(pooled["median_ms"], graph["median_ms"]) if graph else None,
         }
     return out
-
-
-# --- NVML around a benchmark --------------------------------------------------------------
-# A thin call site: reprokit.harness.nvml (decoded snapshots, a sampler) replaces the fallback
-# below where it exists.
-
-THROTTLE_BITS = {  # nvmlClocksEventReasons / ClocksThrottleReasons, stable since NVML 5.x
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
-}
-# Reasons that mean the clocks were held down by power or heat while the numbers were taken.
-THROTTLING = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-              "hw_power_brake_slowdown")
-
-
-def decode_throttle(mask) -> list:
-    if mask is None:
-        return []
-    return [name for bit, name in sorted(THROTTLE_BITS.items()) if mask & bit]
-
-
-def nvml_watch(index: int = 0, period_s: float = 0.02):
-    try:
-        from reprokit.harness import nvml
-    except ImportError:
-        return _FallbackWatch(index, period_s)
-    if hasattr(nvml, "Sampler"):
-        return nvml.Sampler(index=index, period_s=period_s)
-    return _FallbackWatch(index, period_s)
-
-
-class _FallbackWatch:
-    """Clocks, power, temperature and throttle reasons before, after and every `period_s`
-    during a benchmark, read through pynvml; {"available": False} without it."""
-
-    def __init__(self, index: int, period_s: float):
-        self.index, self.period_s = index, period_s
-        self.samples, self.before, self.after, self.error = [], None, None, None
-
-    def _read(self):
-        p = self.pynvml
-        h = self.handle
-        mask = p.nvmlDeviceGetCurrentClocksThrottleReasons(h)
-        return {"sm_mhz": p.nvmlDeviceGetClockInfo(h, p.NVML_CLOCK_SM),
-                "mem_mhz": p.nvmlDeviceGetClockInfo(h, p.NVML_CLOCK_MEM),
-                "power_w": p.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                "temperature_c": p.nvmlDeviceGetTemperature(h, p.NVML_TEMPERATURE_GPU),
-                "throttle_mask": mask, "throttle_reasons": decode_throttle(mask)}
-
-    def __enter__(self):
-        import threading
-
-        try:
-            import pynvml
-        except ImportError:
-            self.error = "pynvml (nvidia-ml-py) is not installed in this stack"
-            return self
-        try:
-            pynvml.nvmlInit()
-            self.pynvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(self.index)
-            self.before = self._read()
-        except pynvml.NVMLError as e:
-            self.error = f"NVML: {e}"
-            return self
-        self._stop = threading.Event()
-
-        def loop():
-            while not self._stop.wait(self.period_s):
-                self.samples.append(self._read())
-
-        self._thread = threading.Thread(target=loop, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.error is None:
-            self._stop.set()
-            self._thread.join()
-            self.after = self._read()
-            self.pynvml.nvmlShutdown()
-        return False
-
-    def result(self) -> dict:
-        if self.error is not None:
-            return {"available": False, "reason": self.error}
-        every = [self.before] + self.samples + [self.after]
-        seen = sorted({r for s in every for r in s["throttle_reasons"]})
-        return {
-            "available": True, "before": self.before, "after": self.after, "samples": len(self.samples),
-            "sm_mhz_min": min(s["sm_mhz"] for s in every), "sm_mhz_max": max(s["sm_mhz"] for s in every),
-            "temperature_c_max": max(s["temperature_c"] for s in every),
-            "power_w_max": max(s["power_w"] for s in every),
-            "throttle_reasons_seen": seen, "throttled": [r for r in seen if r in THROTTLING],
-        }

@@ -19,7 +19,7 @@ import os
 import traceback
 from dataclasses import dataclass
 
-from reprokit.harness import bench, stats
+from reprokit.harness import bench, nvml, stats
 
 POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or of a GEMM
 DETERMINISM_RUNS = 5
@@ -54,6 +54,8 @@ RECIPES = {
     ("host_descriptor", "copy_p2_stress"): Recipe("copy", "host_desc_n", "rows", True, False),
     ("experimental_descriptor", "gemm_experimental_descriptor"): Recipe("gemm", "exp_desc_mnk", "gemm", True, True),
     ("tensor_descriptor", "gemm_tensor_descriptor"): Recipe("gemm", "ptr_mnk", "gemm", True, True),
+    # The CUDA C++ ground truth: its own driver-API launcher (reprokit.harness.cudacpp).
+    ("cuda_tma", "tma_copy_2d"): Recipe("copy", "cuda", "tiles", False, True),
 }
 
 NO_RECIPE = {
@@ -80,8 +82,9 @@ class Bound:
     """A kernel bound to operands of one size: `run()` launches it, `baseline()` runs torch's own
     op (copy or cuBLAS) into a separate output, `reference()` is what `out` must hold."""
 
-    def __init__(self, torch, triton, fn, case: dict, recipe: Recipe, size: dict, seed: int = 0):
+    def __init__(self, torch, triton, fn, case: dict, recipe: Recipe, size: dict, seed: int = 0, cubin=None):
         self.torch, self.fn, self.case, self.recipe, self.size = torch, fn, case, recipe, size
+        self.cubin = cubin
         cx = case["constexprs"]
         g = torch.Generator(device="cuda")
         g.manual_seed(seed)
@@ -112,6 +115,11 @@ class Bound:
 
     def _bind(self, torch, triton, how: str, cx: dict) -> tuple:
         BM, BN, BK = cx.get("BM", 128), cx.get("BN", 128), cx.get("BK", 64)
+        if how == "cuda":
+            from reprokit.harness import cudacpp
+
+            self.fn = cudacpp.TmaCopy(self.cubin, BM, BN, self.case["kernel"]["function"])
+            return (self.src, self.out)
         if how == "ptr_mn":
             if self.case["family"] == "tensor_descriptor":
                 _set_allocator(torch, triton)
@@ -136,6 +144,8 @@ class Bound:
         raise ValueError(f"unknown argument binding {how!r}")
 
     def run(self):
+        if self.recipe.args == "cuda":
+            return self.fn(*self.args)
         self.compiled = self.fn[self.grid](*self.args, **self.kwargs)
         return self.compiled
 
@@ -222,11 +232,13 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         import triton
 
         torch.cuda.init()
-        fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
+        cubin = os.path.join(case_dir, "kernel.cubin")
+        fn = None if recipe.args == "cuda" else load_kernel(kernels_dir, case["kernel"]["file"],
+                                                            case["kernel"]["function"])
         size = check_size(case, recipe, plan.get("problem") or {})
         out = {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size}
         try:
-            bound = Bound(torch, triton, fn, case, recipe, size)
+            bound = Bound(torch, triton, fn, case, recipe, size, cubin=cubin)
             bound.poison()
             bound.run()
             torch.cuda.synchronize()
@@ -246,7 +258,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
             out["status"] = "nondeterministic"
         if recipe.bench and case["control"] in ("P0", "gemm"):
             samples = []
-            out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples)
+            out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples, cubin)
             path = os.path.join(case_dir, "bench.json")
             with open(path, "w") as f:
                 json.dump({"case": case["id"], "unit": "ms", "runs": samples}, f, indent=1, sort_keys=True)
@@ -269,7 +281,7 @@ def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
             "sha256": digests[0] if len(set(digests)) == 1 else digests}
 
 
-def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list) -> list:
+def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list, cubin=None) -> list:
     """The kernel against torch's copy (copies) or cuBLAS (GEMMs), at each benchmark size, each
     timed by CUDA events and by CUDA graphs, NVML watching; summaries returned, raw samples
     appended to `samples`."""
@@ -281,14 +293,14 @@ def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samp
         sizes = [{"M": s, "N": s, "K": s} for s in GEMM_BENCH_SIZES]
         peak, baseline = profile.get("fp16_tflops"), "cublas (torch.matmul)"
     for size in sizes:
-        bound = Bound(torch, triton, fn, case, recipe, size, seed=1)
+        bound = Bound(torch, triton, fn, case, recipe, size, seed=1, cubin=cubin)
         try:
             bound.run()  # compile + load before timing
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - recorded, like the check's launch
             rows.append({"size": size, **stats.classify_launch_error(type(e).__name__, str(e))})
             continue
-        res = bench.compare({"kernel": bound.run, "baseline": bound.baseline})
+        res = bench.compare({"kernel": bound.run, "baseline": bound.baseline}, nvml.index_for_cuda_device(0))
         samples.append({"size": size, "raw": res.pop("raw")})
         row = {"size": size, "baseline_name": baseline, **res}
         for who in ("kernel", "baseline"):

@@ -81,12 +81,6 @@ def test_other_launch_failures_become_statuses():
     assert other["status"] == "launch_error" and "\n" not in other["error"]
 
 
-def test_throttle_reasons_are_decoded_by_name():
-    assert bench.decode_throttle(0x4) == ["sw_power_cap"]
-    assert bench.decode_throttle(0x1 | 0x40) == ["gpu_idle", "hw_thermal_slowdown"]
-    assert bench.decode_throttle(None) == []
-
-
 def test_every_suite_case_has_a_recipe_or_a_stated_reason_not_to_launch():
     plan = build_plan(load_config().gpu("h100"), {"name": "local"})
     for case in plan["cases"]:
@@ -113,7 +107,8 @@ def _gpu_record():
                 "determinism": {"runs": 5, "distinct": 1, "deterministic": True, "sha256": "ab" * 32},
                 "bench": [{"size": {"M": 4096, "N": 4096, "elem_bytes": 2}, "baseline_name": "torch.copy_",
                            "kernel": contender, "baseline": contender, "ratio_to_baseline": 1.0,
-                           "nvml": {"available": True, "throttled": [], "throttle_reasons_seen": ["sw_power_cap"]}}]},
+                           "nvml": {"available": True, "throttled": True, "throttled_for": ["sw_power_cap"],
+                                    "throttle_reasons_seen": ["sw_power_cap"]}}]},
     }
 
 
