@@ -63,6 +63,8 @@ NO_RECIPE = {
                                               "TMA box, so what it would compute is undefined",
     ("experimental_descriptor", "copy_p1_narrow"): "negative control: an 8-byte box is below TMA's minimum",
     ("host_descriptor", "copy_p1_rank6"): "negative control: a 6-D box is beyond TMA's 5 dimensions",
+    ("inductor", "mm"): "torch.compile cases run on the GPU inside their compile: Inductor launches and "
+                        "times its candidates while it autotunes (reprokit.harness.inductor)",
 }
 
 

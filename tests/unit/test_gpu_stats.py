@@ -87,7 +87,7 @@ def test_every_suite_case_has_a_recipe_or_a_stated_reason_not_to_launch():
         recipe, why = launch.recipe_for(case)
         key = (case["family"], case["kernel"]["function"])
         assert recipe is not None or key in launch.NO_RECIPE, case["id"]
-        if case["control"] in ("P0", "gemm"):
+        if case["control"] in ("P0", "gemm") and case["family"] != "inductor":  # Inductor times its own
             assert recipe is not None and recipe.bench, case["id"]
 
 
