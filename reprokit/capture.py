@@ -22,6 +22,7 @@ from reprokit import locks
 from reprokit.config import GpuProfile, Stack
 from reprokit.errors import FileSystemError, HarnessError, OutputExists
 from reprokit.executors import Executor, RunResult
+from reprokit.gpu import reset_locked_clocks
 from reprokit.options import Origin, RunOptions
 from reprokit.suite import build_plan, copy_kernels, kernels_dir
 
@@ -94,7 +95,11 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         locks.sweep(out_dir.parent)
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work, \
                 locks.run_scratch("capture"):
-            cap = _run(stack, executor, out_dir, work.path, options)
+            try:
+                cap = _run(stack, executor, out_dir, work.path, options)
+            finally:
+                # The harness resets clocks it locked; this covers a harness killed before it could.
+                reset_locked_clocks(options.gpu)
             _put_in_place(work, out_dir, replace)
         return cap
 

@@ -252,7 +252,12 @@ def snapshot_all() -> dict:
     with _session() as (nv, why):
         if nv is None:
             return {"available": False, "reason": why}
-        devices = [read_device(nv, nv.nvmlDeviceGetHandleByIndex(i), i) for i in range(nv.nvmlDeviceGetCount())]
+        devices = []
+        for i in range(nv.nvmlDeviceGetCount()):
+            try:
+                devices.append(read_device(nv, nv.nvmlDeviceGetHandleByIndex(i), i))
+            except nv.NVMLError as e:  # a GPU fallen off the bus still has its place in the list
+                devices.append({"index": i, "unreadable": {"handle": str(e)}})
         return {"available": True, **_system(nv), "devices": devices}
 
 

@@ -130,3 +130,18 @@ def test_a_bundle_says_it_ran_on_another_gpu(tmp_path, cfg):
     assert b.plan["gpu"]["mismatch"] == plan["gpu"]["mismatch"]
     readme = b.read_text("README.md")
     assert "**Not the profile's GPU**: ran on GPU 0, a NVIDIA H100 80GB HBM3" in readme and "--lock-clocks 1755" in readme
+
+
+def test_the_host_resets_clocks_a_killed_harness_left_locked(cfg, monkeypatch):
+    from reprokit.gpu import reset_locked_clocks
+    from reprokit.options import GpuOptions
+    from tests.unit.test_nvml import IDLE, fake_pynvml
+
+    calls = []
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(dict(IDLE), calls=calls))
+    assert reset_locked_clocks(GpuOptions(cfg.gpu("h100"), "gpu", host={"index": 0})) is False  # none asked for
+    assert calls == []
+    locked = GpuOptions(cfg.gpu("h100"), "gpu", host={"index": 0}, lock_clocks="max")
+    assert reset_locked_clocks(locked) is True and calls == ["init", "reset", "shutdown"]
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no nvidia-ml-py on the host
+    assert reset_locked_clocks(locked) is False
