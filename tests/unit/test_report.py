@@ -294,3 +294,25 @@ def test_markdown_needs_no_matplotlib_and_html_says_how_to_get_it(tmp_path):
     assert p.stderr.strip().splitlines()[-1] == \
         "reprokit: --format html needs matplotlib for its plots: pip install 'reprokit[html]'"
     assert (tmp_path / "r.md").is_file() and sorted(x.name for x in tmp_path.iterdir()) == ["r.md"]
+
+
+def test_which_cases_are_interesting():
+    from reprokit.compare.grid import Cell, Row
+    from reprokit.report.findings import kinds_of
+
+    def row(*cells):
+        return Row("x.p0", "x", "P0", tuple(cells))
+
+    tma = Cell(True, "ok", "tma", "tma", True, (("sass", 2),))
+    assert kinds_of(row(tma, tma)) == ()
+    assert kinds_of(row(tma, Cell(True, "ok", "no-tma", "tma", False, (("sass", 0),),
+                                  moved=("verdict", "tma.sass")))) == ("not met", "moved")
+    assert kinds_of(row(tma, Cell(True, "ok", "tma", "tma", True, (("sass", 4),), moved=("tma.sass",)))) == \
+        ("counts",)
+    # an API that came or went is listed per family, not dwelt on
+    assert kinds_of(row(Cell(True, "unsupported", "unsupported", "tma"), Cell(True, "ok", "tma", "tma", True,
+                                                                            moved=("status", "verdict")))) == ()
+    assert kinds_of(row(Cell(True, "crash", "crashed", "no-tma", False),
+                        Cell(True, "compile_error", "rejected", "no-tma", True, moved=("status", "verdict")))) == \
+        ("crash", "rejected", "moved")
+    assert kinds_of(row(Cell(True, "timeout", "timeout", "tma"))) == ("crash",)
