@@ -21,6 +21,10 @@ ARG TORCH_VERSION=""
 ARG TORCH_INDEX=""
 ARG WITH_TORCH=1
 
+# On every layer from here: what a killed build leaves (untagged, childless) reprokit can tell
+# for its own and remove (DockerExecutor.sweep_images).
+LABEL org.reprokit.layer="1"
+
 ENV DEBIAN_FRONTEND=noninteractive \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \

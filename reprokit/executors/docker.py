@@ -8,6 +8,7 @@ for and is never rebuilt.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -38,6 +39,8 @@ PACKAGE_MOUNT = "/opt/reprokit"
 SASS_CACHE_MOUNT = "/cache/sass"
 BUILD_TIMEOUT_S = 3600  # docker-py's socket timeout while a build streams: pip can be silent for minutes
 KILL_WAIT_S = 30
+# Set by the Dockerfile before its first RUN, so every layer of a build carries it.
+LAYER_LABEL = "org.reprokit.layer"
 # Every container names the run that owns it (a file that run keeps locked) and the host it is on.
 OWNER_LABEL, OWNER_HOST = "org.reprokit.owner", "org.reprokit.host"
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
@@ -184,6 +187,31 @@ class DockerExecutor(Executor):
         spec = stack.spec_hash(text, json.dumps(args, sort_keys=True), base_id)
         return f"reprokit/{stack.name}:{spec}"
 
+    @contextmanager
+    def _builds(self, exclusive: bool) -> Iterator[bool]:
+        """Builds on this host hold a shared flock on one file; the sweep takes it exclusively,
+        without waiting (True when it got it): no build of ours runs then, so no layer is in use."""
+        path = self.host.cache / "docker-builds.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            try:
+                fcntl.flock(f, (fcntl.LOCK_EX | fcntl.LOCK_NB) if exclusive else fcntl.LOCK_SH)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
+    def sweep_images(self) -> list[str]:
+        """Remove the layers that killed builds of ours left: untagged, childless images carrying
+        the Dockerfile's org.reprokit.layer label. Complete images and their layers have a tag or a
+        child, so they stay; nothing is removed while a build of ours runs on this host."""
+        with self._builds(exclusive=True) as alone:
+            if not alone:
+                return []
+            with _engine_errors("remove the layers of killed builds", self.socket):
+                pruned = self.client.images.prune(filters={"dangling": True, "label": LAYER_LABEL})
+        return [d.get("Deleted") or d.get("Untagged") for d in (pruned.get("ImagesDeleted") or [])]
+
     def prepare(self, stack: Stack) -> dict:
         """Build the stack's image unless an image with its tag exists; return facts for the manifest."""
         tag = self.image_tag(stack)
@@ -192,7 +220,9 @@ class DockerExecutor(Executor):
         image = self._image_or_none(tag)
         built = image is None
         if image is None:
-            image = self._build(stack, tag, args)
+            self.sweep_images()
+            with self._builds(exclusive=False):
+                image = self._build(stack, tag, args)
         base = self._image_or_none(args["BASE_IMAGE"])
         pinned = args["BASE_IMAGE"].partition("@")[2] or None
         base_digests = list(base.attrs.get("RepoDigests") or []) if base is not None else []

@@ -122,3 +122,66 @@ def test_a_sigkilled_runs_container_is_removed_by_the_next_run(stack_images, bas
         for c in ours():
             c.remove(force=True)
         ex.close()
+
+
+SLOW = """ARG BASE_IMAGE
+FROM ${{BASE_IMAGE}}
+ARG TRITON_VERSION
+LABEL org.reprokit.layer="1"
+RUN echo "{token} ${{TRITON_VERSION}}" > /layer
+RUN sleep 120
+"""
+
+BUILDER = """
+import sys
+from pathlib import Path
+from reprokit.config import Stack
+from reprokit.executors.docker import DockerExecutor
+from reprokit.options import HostEnv
+import os
+ex = DockerExecutor(Path(sys.argv[1]), host=HostEnv.from_environ(os.environ), base_image=sys.argv[2], with_torch=False)
+ex.prepare(Stack(name="triton-killed", triton="3.5.0", dockerfile="Dockerfiles/slow.Dockerfile"))
+"""
+
+
+@pytest.mark.docker
+def test_the_layers_of_a_sigkilled_image_build_are_removed_by_the_next_build(base_image, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    from reprokit.config import Stack
+    from reprokit.executors.docker import LAYER_LABEL, DockerExecutor
+    from tests.helpers.faults import ROOT, wait_for
+
+    root = tmp_path / "root"
+    (root / "Dockerfiles").mkdir(parents=True)
+    (root / "Dockerfiles" / "slow.Dockerfile").write_text(SLOW.format(token=uuid.uuid4().hex))
+    ex = DockerExecutor(root, host=host(), base_image=base_image, with_torch=False)
+    stack = Stack(name="triton-killed", triton="3.5.0", dockerfile="Dockerfiles/slow.Dockerfile")
+
+    def dangling():
+        return set(ex.client.api.images(filters={"dangling": True, "label": LAYER_LABEL}, quiet=True))
+
+    before = dangling()
+    child = subprocess.Popen([sys.executable, "-c", BUILDER, str(root), base_image], cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        # The first RUN's layer is committed (untagged, childless) before the second RUN starts.
+        assert wait_for(lambda: dangling() - before, 120)
+        assert ex.sweep_images() == [] and dangling() - before   # a build of ours runs: left alone
+        time.sleep(1)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        time.sleep(2)  # the engine cancels the build; its layer stays
+        left = dangling() - before
+        assert left
+        removed = ex.sweep_images()
+        assert left <= set(removed) and not dangling() & left
+        assert ex.image_id(ex.image_tag(stack)) is None
+    finally:
+        child.kill()
+        ex.close()
