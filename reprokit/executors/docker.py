@@ -357,18 +357,19 @@ class DockerExecutor(Executor):
         removed = []
         locks.sweep(self._owners())
         with _engine_errors("list containers", self.socket):
-            found = self.client.containers.list(all=True, filters={"label": f"{OWNER_HOST}={platform.node()}"})
+            # The plain listing: containers.list() inspects each one, and fails on one removed meanwhile.
+            found = self.client.api.containers(all=True, filters={"label": f"{OWNER_HOST}={platform.node()}"})
         for c in found:
-            owner = Path(c.labels.get(OWNER_LABEL, ""))
+            owner = Path((c.get("Labels") or {}).get(OWNER_LABEL, ""))
             if owner.parent != self._owners() or (owner.exists() and locks.owner_alive(owner)):
                 continue  # another cache's, or its run is alive
             try:
-                c.remove(force=True, v=True)
-                removed.append(c.short_id)
+                self.client.api.remove_container(c["Id"], force=True, v=True)
+                removed.append(c["Id"][:12])
             except docker.errors.NotFound:
                 pass
             except (docker.errors.APIError, requests.exceptions.RequestException) as e:
-                self.report(f"docker: could not remove container {c.short_id} of a dead run: {_short(e)}")
+                self.report(f"docker: could not remove container {c['Id'][:12]} of a dead run: {_short(e)}")
         return removed
 
     @contextmanager
