@@ -122,7 +122,7 @@ def _axis_cell(ax: dict) -> str:
     if not ax["flips"]:
         return f"no flip ({len(ax['tried'])} tried)"
     parts = []
-    for side, mark in (("below", "<"), ("above", ">")):
+    for side in ("below", "above"):
         r = ax["boundary"][side]
         if r:
             parts.append(f"{r['label']}: {r['verdict'] if r['status'] == 'ok' else r['status']}")

@@ -12,6 +12,7 @@ and the shared-memory frontier against the profile's per-block limit.
 from __future__ import annotations
 
 import itertools
+import re
 
 FORMAT = 1
 
@@ -114,8 +115,6 @@ def by_cell(row: dict, members: list) -> dict:
 
 
 def _label(v) -> str:
-    import re
-
     return re.sub(r"[^a-z0-9_.]+", "_", str(v).lower()).strip("_") or "x"
 
 
