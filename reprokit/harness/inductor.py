@@ -17,6 +17,8 @@ Standard library + torch + triton, Python >= 3.9.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -152,10 +154,32 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache
     os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
     import torch._inductor.config
-    from torch._inductor import list_mode_options
-    from torch._inductor.utils import run_and_get_code
 
     torch._inductor.config.force_disable_caches = True  # in case torch read the variable before us
+
+    with _gpu_turn():
+        return _compile_on_gpu(torch, case, plan, kernels_dir, case_dir, triton_cache)
+
+
+@contextlib.contextmanager
+def _gpu_turn():
+    """Autotuning times kernels on the GPU: wait for the GPU the way launched cases do (an
+    exclusive lock on the file the runner names in REPROKIT_GPU_LOCK), so that no benchmark of
+    another case shares the GPU with it."""
+    path = os.environ.get("REPROKIT_GPU_LOCK")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if path else None
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
+def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: str, triton_cache: str) -> dict:
+    from torch._inductor import list_mode_options
+    from torch._inductor.utils import run_and_get_code
 
     p = {**(plan.get("problem") or {}), **case.get("constexprs", {})}
     m, n, k = int(p.get("M", 4096)), int(p.get("N", 4096)), int(p.get("K", 4096))
