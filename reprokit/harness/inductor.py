@@ -259,7 +259,11 @@ def _keep_kernels(case_dir: str, code: str, triton_cache: str, chosen_names: lis
                 source = f.read()
             with open(os.path.join(case_dir, dest, "kernel.py"), "w") as f:
                 f.write(source)
-        wrapped = by_path.get(k["source_path"]) or (defined.get(k["name"]) if len(defined) == 1 else None)
+        # Tied to the wrapper by the source file's path; by name only where a path is missing on
+        # either side (autotuning candidates share their names with the kernel that won).
+        wrapped = by_path.get(k["source_path"])
+        if wrapped is None and (not k["source_path"] or not by_path):
+            wrapped = defined.get(k["name"])
         tma, tma_ops = oracle.scan_all(texts)
         out.append({"key": k["key"], "name": k["name"], "chosen": bool(wrapped and wrapped["name"] in chosen_names),
                     "source": f"{dest}/kernel.py" if source is not None else None,
