@@ -24,7 +24,7 @@ from typing import Callable
 
 from reprokit import proc
 from reprokit.config import Config, GpuProfile, Stack
-from reprokit.errors import ReprokitError, UsageError
+from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
 
 PYPI_JSON = "https://pypi.org/pypi/triton/json"
@@ -61,7 +61,7 @@ def _pip_versions(python: str) -> tuple[list[str], str]:
     line = next((ln for ln in (r.stdout or "").splitlines() if ln.startswith("Available versions:")), None)
     if not r.ok or line is None:
         last = (r.stderr_tail.strip().splitlines() or ["no output"])[-1]
-        raise ReprokitError(f"pip could not list the Triton releases on the package index: {last}")
+        raise ExecutorError(f"pip could not list the Triton releases on the package index: {last}")
     return [v.strip() for v in line.split(":", 1)[1].split(",") if _FINAL.match(v.strip())], pyver
 
 
@@ -149,13 +149,16 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     """Find the first release in `releases.usable` whose status/verdict for `case` differs from the
     first release's. Writes the two boundary bundles under bundle.out_dir (one when nothing
     changed); the other captures are packed in a scratch folder and dropped."""
+    from reprokit import locks
     from reprokit.runs import run_stacks
 
     run = run or run_stacks
     out = Path(bundle.out_dir)
     options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
     versions = list(releases.usable)
-    scratch = Path(tempfile.mkdtemp(prefix="reprokit-bisect-"))
+    # A folder sweep() knows: a bisect killed outright leaves nothing that the next run keeps.
+    scratch_temp = locks.make_temp(Path(tempfile.gettempdir()), "reprokit-bisect", "tmp", is_dir=True)
+    scratch = scratch_temp.path
     seen: dict = {}
     steps: list = []
 
@@ -166,7 +169,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         stack = stack_for(v, config)
         (o,) = run([stack], executor, options, replace(bundle, out_dir=scratch / v))
         if not o.ok:
-            raise o_error(o)
+            raise _outcome_error(o)
         c = next(c for c in o.results["cases"] if c["id"] == case)
         key = (c["status"], c["verdict"])
         seen[v] = (key, o.bundle)
@@ -199,22 +202,23 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
                   f"{a} gives {'/'.join(seen[a][0])} ({len(steps)} captures over {len(versions)} releases)")
         return Bisection(case, profile.key, releases, tuple(steps), b, a, _keep(seen, [a, b], out), answer)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        scratch_temp.discard()
 
 
-def o_error(outcome) -> ReprokitError:
-    from reprokit.errors import ExecutorError
-
+def _outcome_error(outcome) -> ReprokitError:
     return ExecutorError(f"{outcome.stack}: {outcome.error}")
 
 
 def _keep(seen: dict, versions: list, out: Path) -> tuple:
+    """Copy the boundary bundles into `out`, each written aside and renamed into place."""
+    from reprokit import locks
+
     out.mkdir(parents=True, exist_ok=True)
     kept = []
     for v in versions:
         src = Path(seen[v][1])
-        dst = out / src.name
-        shutil.copyfile(src, dst.with_name(dst.name + ".partial"))
-        dst.with_name(dst.name + ".partial").replace(dst)
-        kept.append(dst)
+        with locks.temp(out, src.name, "partial", is_dir=False) as t:
+            shutil.copyfile(src, t.path)
+            t.finish(out / src.name)
+        kept.append(out / src.name)
     return tuple(kept)
