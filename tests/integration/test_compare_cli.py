@@ -178,3 +178,15 @@ def test_a_replay_stack_that_cannot_run_exits_3_and_the_others_are_judged(tmp_pa
     assert broken["role"] == "failed" and "venv: building triton-0.0-broken failed" in broken["error"]
     assert [c["present"] for c in grid["cases"][0]["cells"]] == [True, False, True]
     assert grid["cases"][0]["cells"][2]["moved"] == []
+
+
+def test_a_bundle_from_a_real_h100_reproduces_compile_only_here(tmp_path):
+    """The recorded run was JIT on an H100 (gpu mode); its own stack here compiles ahead of time
+    for sm_90a and gives the same statuses, verdicts, counts and normalised IR at every level."""
+    (golden,) = (ROOT / "bundles" / "golden" / "h100-triton-3.6.0").glob("*.tgz")
+    p = reprokit("replay", golden, "--executor", "venv", "--workers", "2", "--out", tmp_path, "--json",
+                 "--cases", "block_ptr.p0,tensor_descriptor.p0,host_descriptor.p1")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr
+    data = json.loads(p.stdout)
+    assert data["reproduced"] and [c["mode"] for c in data["grid"]["columns"]] == ["gpu", "compile-only"]
+    assert len(data["grid"]["cases"]) == 3
