@@ -53,7 +53,10 @@ def detect() -> tuple[list[HostGpu], str | None]:
                 memory = int(pynvml.nvmlDeviceGetMemoryInfo(h).total)
             except pynvml.NVMLError:  # unified memory (GB10) has no separate total
                 memory = None
-            uuid = pynvml.nvmlDeviceGetUUID(h)
+            try:
+                uuid = pynvml.nvmlDeviceGetUUID(h)
+            except pynvml.NVMLError:  # only CUDA_VISIBLE_DEVICES=GPU-... needs it
+                uuid = None
             gpus.append(HostGpu(i, name.decode() if isinstance(name, bytes) else name, major * 10 + minor, memory,
                                 uuid.decode() if isinstance(uuid, bytes) else uuid))
         return gpus, None if gpus else "NVML sees no device"

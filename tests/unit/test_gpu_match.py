@@ -145,3 +145,23 @@ def test_the_host_resets_clocks_a_killed_harness_left_locked(cfg, monkeypatch):
     assert reset_locked_clocks(locked) is True and calls == ["init", "reset", "shutdown"]
     monkeypatch.setitem(sys.modules, "pynvml", None)  # no nvidia-ml-py on the host
     assert reset_locked_clocks(locked) is False
+
+
+def test_detect_reads_name_capability_memory_and_uuid(monkeypatch, cfg):
+    from reprokit.gpu import detect
+    from tests.unit.test_nvml import IDLE, fake_pynvml
+
+    nv = fake_pynvml(dict(IDLE))
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    (gpu,), why = detect()
+    assert why is None and gpu == H100 and mismatches(cfg.gpu("h100"), gpu) == []
+    import pynvml as real
+
+    def no_memory(h):  # unified memory (GB10): NVML has no separate total
+        raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+
+    nv.nvmlDeviceGetMemoryInfo = no_memory
+    (gpu,), _ = detect()
+    assert gpu.memory_total is None and mismatches(cfg.gpu("h100"), gpu) == []
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert detect() == ([], "nvidia-ml-py is not installed")
