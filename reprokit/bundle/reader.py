@@ -234,8 +234,8 @@ def _scan(path: Path, limits: Limits, keep: Callable[[str], bool], write_to: Pat
         f = open(path, "rb")
     except FileNotFoundError:
         raise BundleUnusable(f"{path}: no such file") from None
-    except OSError as e:
-        raise BundleUnusable(f"{path}: cannot be read: {e.strerror or e}") from None
+    except OSError as e:  # a folder, no permission, an I/O error: the system's refusal, exit 5
+        raise FileSystemError.of(path, e, "cannot be read") from None
     scan = _Scan()
     with f:
         if f.read(2) != b"\x1f\x8b":
@@ -268,7 +268,7 @@ def _scan(path: Path, limits: Limits, keep: Callable[[str], bool], write_to: Pat
         except tarfile.ReadError as e:
             raise BundleUnusable(f"{path}: not a readable tar archive: {e}") from None
         except OSError as e:
-            raise BundleUnusable(f"{path}: cannot be read: {e.strerror or e}") from None
+            raise FileSystemError.of(path, e, "cannot be read") from None
     if trailing:
         scan.problems.append(f"{trailing} bytes of data after the end of the tar archive")
     if scan.root is None:
