@@ -17,7 +17,7 @@ from pathlib import Path
 from reprokit.compare.grid import Column, Grid, compare
 from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.config import GpuProfile, Stack, stack_fields
-from reprokit.errors import UsageError
+from reprokit.errors import ExecutorError, HarnessError, UsageError
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
 
 
@@ -36,9 +36,9 @@ class Replay:
     @property
     def exit_code(self) -> int:
         if self.grid.failed:
-            return 3
+            return ExecutorError.exit_code
         if any(o.harness_errors for o in self.outcomes):
-            return 4  # cases failed in the harness, not the compiler: nothing to compare them by
+            return HarnessError.exit_code  # cases failed in the harness, not the compiler: no evidence
         return 1 if self.grid.moved else 0
 
 

@@ -112,6 +112,7 @@ class DockerExecutor(Executor):
         self._client: docker.DockerClient | None = None
         self._engine: dict | None = None
         self._prepared: dict[str, dict] = {}
+        self._created: set[str] = set()  # ids of the containers this executor made
         self.builds = 0  # images built by this executor (tests check reuse with it)
 
     # -- engine ---------------------------------------------------------------------------------
@@ -276,10 +277,11 @@ class DockerExecutor(Executor):
         return image.id if image is not None else None
 
     def containers(self) -> list[str]:
-        """Ids of every container this module created that still exists (should be none)."""
+        """Ids of the containers this executor created that still exist (should be none). Others'
+        are not counted: an engine is shared, and another run's live containers are its own."""
         with _engine_errors("list containers", self.socket):
             found = self.client.containers.list(all=True, filters={"label": "org.reprokit.stack"})
-        return [c.id for c in found]
+        return [c.id for c in found if c.id in self._created]
 
     def _image_or_none(self, ref: str):
         with _engine_errors(f"inspect image {ref}", self.socket):
@@ -383,6 +385,7 @@ class DockerExecutor(Executor):
         try:
             with _engine_errors("create container", self.socket):
                 container = self.client.containers.create(labels=labels, **create_kwargs)
+            self._created.add(container.id)
             try:
                 yield container
             finally:

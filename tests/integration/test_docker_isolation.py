@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 
+import docker.errors
 import pytest
 from docker.types import Mount
 
@@ -60,6 +61,9 @@ def test_container_past_its_timeout_is_killed(stack_images, docker_executor, con
     assert r.timed_out and not r.ok
     assert r.runtime["timed_out"] is True and r.runtime["exit_code"] == 137
     assert docker_executor.containers() == []
+    # containers() counts this executor's own (the engine is shared): this one is among them, and gone.
+    with pytest.raises(docker.errors.NotFound):
+        docker_executor.client.containers.get(r.runtime["container_id"])
 
 
 def test_harness_timeout_is_recorded(stack_images, docker_executor, config, tmp_path):
