@@ -1,7 +1,7 @@
 """torch.compile cases: a matmul compiled with mode="max-autotune", the Triton kernels Inductor
 generated kept, and the oracle run on them. It tests the public claim that TMA engages by itself.
 
-    compile_case(case, plan, case_dir) -> record     (the case's own process calls it, on a GPU)
+    compile_case(case, plan, kernels_dir, case_dir) -> record    (the case's process, on a GPU)
 
 Inductor writes every kernel it generates (the candidates autotuning compared, and the one it
 chose) as Python source under TORCHINDUCTOR_CACHE_DIR and compiles them with Triton into
@@ -22,6 +22,7 @@ import fcntl
 import os
 import re
 import shutil
+import sys
 import time
 
 from reprokit.harness import oracle
@@ -58,15 +59,37 @@ def wrapper_kernels(code: str) -> list:
 
 
 def chosen(code: str) -> list:
-    """What the wrapper's `call` runs: Triton kernels by name and extern kernels (cuBLAS) by call."""
-    body = code[code.find("def call("):] if "def call(" in code else code
+    """What the wrapper runs: Triton kernels by name (`<var>.run(`) and extern kernels (cuBLAS) by
+    call, in order. Searched everywhere outside the kernels' own sources: torch 2.11 runs them
+    from `partition_N` functions that `call` reaches through a Runner, not from `call` itself."""
     defined = {k["var"]: k["name"] for k in wrapper_kernels(code)}
+    outside = _KERNEL_DEF.sub("", code)
     out = []
-    for m in re.finditer(r"\b(\w+)\.run\(|\b(extern_kernels\.\w+)\(", body):
+    for m in re.finditer(r"\b(\w+)\.run\(|\b(extern_kernels\.\w+)\(", outside):
         name = defined.get(m.group(1)) if m.group(1) else m.group(2)
         if name and name not in out:
             out.append(name)
     return out
+
+
+_AUTOTUNE_ROW = re.compile(r"^  (\w+) (\d+(?:\.\d+)?) ms (\d+(?:\.\d+)?)%(?: (.*))?$", re.M)
+
+
+def autotune_table(log: str) -> list:
+    """Inductor's AUTOTUNE table as it prints it (the best choices, fastest first): [{"choice",
+    "ms", "percent", "config"}]. The first is what it picked."""
+    start = log.find("AUTOTUNE ")
+    if start < 0:
+        return []
+    rows = []
+    for m in _AUTOTUNE_ROW.finditer(log, start):
+        if rows and m.start() > rows[-1]["_end"] + 1:
+            break  # the table ended
+        rows.append({"choice": m.group(1), "ms": float(m.group(2)), "percent": float(m.group(3)),
+                     "config": (m.group(4) or "").strip(), "_end": m.end()})
+    for r in rows:
+        del r["_end"]
+    return rows
 
 
 def settings(torch, options: dict) -> dict:
@@ -98,24 +121,26 @@ def _dotted(obj, name: str):
     return obj
 
 
-def compiled_kernels(triton_cache: str) -> list:
-    """Every kernel Triton compiled into `triton_cache`: [{"key", "name", "source_path", "files": {level: path}}]."""
-    out = []
-    if not os.path.isdir(triton_cache):
-        return out
-    for key in sorted(os.listdir(triton_cache)):
-        d = os.path.join(triton_cache, key)
-        files = {f.rsplit(".", 1)[1]: os.path.join(d, f) for f in sorted(os.listdir(d)) if "." in f
-                 and not f.startswith("__grp__")} if os.path.isdir(d) else {}
-        if "cubin" not in files:
-            continue
-        name = os.path.basename(files["cubin"])[:-len(".cubin")]
-        source_path = None
-        if "ttir" in files:
-            with open(files["ttir"], errors="replace") as f:
-                m = _TTIR_FILE.search(f.read())
-            source_path = m.group(1) if m else None
-        out.append({"key": key, "name": name, "source_path": source_path, "files": files})
+def compiled_kernels(*roots: str) -> list:
+    """Every kernel Triton compiled under `roots` (TRITON_CACHE_DIR, and the fresh caches Inductor
+    makes inside its own cache dir when caches are off): [{"key", "name", "source_path",
+    "files": {level: path}}], one per folder holding a cubin, in path order."""
+    out, seen = [], set()
+    for root in roots:
+        for d, _, names in sorted(os.walk(root)) if os.path.isdir(root) else ():
+            cubins = [f for f in names if f.endswith(".cubin")]
+            if len(cubins) != 1 or os.path.realpath(d) in seen:
+                continue
+            seen.add(os.path.realpath(d))
+            name = cubins[0][:-len(".cubin")]
+            files = {f.rsplit(".", 1)[1]: os.path.join(d, f) for f in sorted(names)
+                     if f.startswith(name + ".") and not f.startswith("__grp__")}
+            source_path = None
+            if "ttir" in files:
+                with open(files["ttir"], errors="replace") as f:
+                    m = _TTIR_FILE.search(f.read())
+                source_path = m.group(1) if m else None
+            out.append({"key": os.path.basename(d), "name": name, "source_path": source_path, "files": files})
     return out
 
 
@@ -212,7 +237,13 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
         f.write(code)
     rec["artifacts"]["inductor_code"] = "inductor/output_code.py"
     info["chosen"] = chosen(code)
-    info["kernels"] = _keep_kernels(case_dir, code, triton_cache, info["chosen"], plan)
+    sys.stderr.flush()  # Inductor printed its AUTOTUNE table there: the case's compile.log
+    log_path = os.path.join(case_dir, "compile.log")
+    if os.path.isfile(log_path):
+        with open(log_path, errors="replace") as f:
+            info["autotune"] = autotune_table(f.read())
+    caches = [triton_cache, os.environ["TORCHINDUCTOR_CACHE_DIR"]]
+    info["kernels"] = _keep_kernels(case_dir, code, caches, info["chosen"], plan)
     judged, why = pick_judged(info["kernels"])
     info["judged"] = {"key": judged["key"] if judged else None, "why": why}
     if judged is None:
@@ -222,20 +253,23 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
         rec["artifacts"][lv] = path
     rec["tma"], rec["tma_ops"] = judged["tma"], judged["tma_ops"]
     info["tma_used"] = bool(judged.get("chosen") and any(judged["tma"].values()))
+    tma_rows = [r for r in info.get("autotune", []) if "tma" in r["choice"]]
+    best_tma = f"; its fastest TMA candidate {tma_rows[0]['choice']} ran at {tma_rows[0]['percent']:g}% of the " \
+               f"winner's speed" if tma_rows else ""
     info["summary"] = (f"Inductor {MODE} chose {', '.join(info['chosen']) or 'nothing'}; "
                        f"{sum(1 for x in info['kernels'] if any(x['tma'].values()))} of {len(info['kernels'])} "
-                       f"Triton kernels it compiled show TMA")
+                       f"Triton kernels it compiled show TMA{best_tma}")
     return rec
 
 
-def _keep_kernels(case_dir: str, code: str, triton_cache: str, chosen_names: list, plan: dict) -> list:
+def _keep_kernels(case_dir: str, code: str, caches: list, chosen_names: list, plan: dict) -> list:
     """Copy every compiled kernel's IR and source into the case folder, count its TMA ops."""
     from reprokit.harness import case as case_mod
 
     defined = {k["name"]: k for k in wrapper_kernels(code)}
     by_path = {k["path"]: k for k in defined.values() if k["path"]}
     out = []
-    for i, k in enumerate(compiled_kernels(triton_cache)):
+    for i, k in enumerate(compiled_kernels(*caches)):
         dest = os.path.join("inductor", f"{i:02d}-{k['name']}")
         os.makedirs(os.path.join(case_dir, dest), exist_ok=True)
         ir, texts = {}, {}

@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent('''
     case_dir = os.path.join(work, "case")
     os.makedirs(case_dir)
     chosen = inductor.chosen(code)
-    kernels = inductor._keep_kernels(case_dir, code, cache, chosen, {"sass": True})
+    kernels = inductor._keep_kernels(case_dir, code, [cache], chosen, {"sass": True})
     print(json.dumps({"chosen": chosen, "kernels": kernels, "paths": paths,
                       "judged": inductor.pick_judged(kernels)[0]["key"]}))
 ''')

@@ -35,6 +35,34 @@ def test_the_wrapper_names_its_kernels_and_what_call_runs():
     assert inductor.chosen(templ) == ["triton_tem_fused_mm_1", "triton_poi_fused_add_relu_0"]
 
 
+def test_torch_2_11s_wrapper_runs_its_kernels_from_partitions():
+    """Real output code of torch 2.11's Inductor on the lab H100 (max-autotune, 4096^3 fp16):
+    cuBLAS won, called from partition_0, which `call` reaches through a Runner."""
+    code = (DATA / "inductor" / "output_code_h100_torch2.11.py").read_text()
+    assert "def partition_0(" in code and inductor.wrapper_kernels(code) == []
+    assert inductor.chosen(code) == ["extern_kernels.mm"]
+
+
+def test_the_autotune_table_as_inductor_prints_it():
+    log = """E1123 noise before
+Autotune Choices Stats:
+{"num_choices": 28}
+AUTOTUNE mm(4096x4096, 4096x4096)
+strides: [4096, 1], [4096, 1]
+dtypes: torch.float16, torch.float16
+  mm 0.1774 ms 100.0% 
+  triton_mm_persistent_tma_26 0.1973 ms 89.9% ACC_TYPE='tl.float32', BLOCK_M=256, BLOCK_N=128, num_stages=4, num_warps=8
+  triton_mm_17 0.2094 ms 84.7% ACC_TYPE='tl.float32', BLOCK_K=64, num_stages=3, num_warps=4
+SingleProcess AUTOTUNE benchmarking takes 1.8590 seconds and 1.7571 seconds precompiling for 28 choices
+  unrelated 1.0 ms 5.0% after the table
+"""
+    rows = inductor.autotune_table(log)
+    assert [r["choice"] for r in rows] == ["mm", "triton_mm_persistent_tma_26", "triton_mm_17"]
+    assert rows[0] == {"choice": "mm", "ms": 0.1774, "percent": 100.0, "config": ""}
+    assert rows[1]["percent"] == 89.9 and "BLOCK_M=256" in rows[1]["config"]
+    assert inductor.autotune_table("no table here") == []
+
+
 def _cache(root: Path, key: str, name: str, source: str, ttgir: str) -> None:
     d = root / key
     d.mkdir(parents=True)
@@ -49,9 +77,13 @@ def test_compiled_kernels_and_the_one_judged(tmp_path):
     _cache(tmp_path, "B2", "triton_tem_fused_mm_0", "/tmp/ind/ab/cab.py", tma_ttgir)
     _cache(tmp_path, "A1", "triton_mm", "/tmp/ind/cd/ccd.py", "module {\n  tt.return\n}\n")
     (tmp_path / "C3").mkdir()  # a kernel whose compile failed: no cubin, not listed
-    kernels = inductor.compiled_kernels(str(tmp_path))
+    # Inductor with its caches off compiles into a fresh cache inside its own cache dir.
+    _cache(tmp_path / "inductor" / "tmpdm4ruaal" / "triton", "D4", "triton_mm_18", "/tmp/ind/ef/cef.py", tma_ttgir)
+    kernels = inductor.compiled_kernels(str(tmp_path), str(tmp_path / "inductor"))
     assert [(k["key"], k["name"], k["source_path"]) for k in kernels] == [
-        ("A1", "triton_mm", "/tmp/ind/cd/ccd.py"), ("B2", "triton_tem_fused_mm_0", "/tmp/ind/ab/cab.py")]
+        ("A1", "triton_mm", "/tmp/ind/cd/ccd.py"), ("B2", "triton_tem_fused_mm_0", "/tmp/ind/ab/cab.py"),
+        ("D4", "triton_mm_18", "/tmp/ind/ef/cef.py")]  # each once, though both roots reach it
+    kernels = kernels[:2]
     assert set(kernels[1]["files"]) == {"ttir", "ttgir", "cubin"}
     judged = [{"key": k["key"], "chosen": False, "tma": oracle.scan_all({"ttgir": Path(k["files"]["ttgir"]).read_text()})[0]}
               for k in kernels]
