@@ -9,7 +9,8 @@ Public API (what `replay`, `diff` and `report` build on):
     row.cells      -> tuple[Cell]            # one per column; Cell.present is False where a case is absent
     cell.moved     -> tuple[str]             # what differs from column 0's cell: "status", "verdict",
                                              # "tma.<level>", "ir.<level>", "shared_bytes", "registers",
-                                             # "spill_stores", "spill_loads", "correct", "present"
+                                             # "spill_stores", "spill_loads", "gpu_status", "correct",
+                                             # "present"
     cell.ops       -> tuple[OpDelta]         # where an IR level moved: ops added (+n) / removed (-n)
     grid.moved     -> bool                   # any cell of any column moved
     grid.changes() -> tuple[ColumnChanges]   # per column: verdicts that moved, families that became
@@ -82,6 +83,7 @@ class Cell:
     ir: tuple = ()             # ((level, hash of the normalised text or None), ...) over LEVELS
     error: str | None = None
     failing_pass: str | None = None
+    gpu_status: str | None = None   # GPU runs: ok, out_of_resources, illegal_address, ...
     correct: bool | None = None
     time_s: float | None = None
     time_ratio: float | None = None
@@ -209,32 +211,18 @@ class Grid:
 
 
 def _correct(case: dict) -> bool | None:
-    """GPU runs: whether the output matched the reference (None on compile-only bundles)."""
-    v = case.get("correct")
-    if isinstance(v, bool):
-        return v
-    block = case.get("correctness")
-    if isinstance(block, dict):
-        for k in ("ok", "passed", "correct"):
-            if isinstance(block.get(k), bool):
-                return block[k]
-    return None
+    """GPU runs: whether the launched kernel's output matched the reference (results.json's
+    gpu.correctness.ok); None where the case did not run on a GPU."""
+    v = ((case.get("gpu") or {}).get("correctness") or {}).get("ok")
+    return v if isinstance(v, bool) else None
 
 
 def _time_s(case: dict) -> float | None:
-    """GPU runs: the case's measured kernel time in seconds (median), when it has one."""
-    for row in (case.get("gpu") or {}).get("bench") or []:  # the harness's: first benchmark size
+    """GPU runs: the kernel's median time at the first benchmarked size (gpu.bench[0]), seconds."""
+    for row in (case.get("gpu") or {}).get("bench") or []:
         median = (row.get("kernel") or {}).get("median_ms")
         if isinstance(median, (int, float)) and not isinstance(median, bool):
             return float(median) * 1e-3
-    for key in ("bench", "benchmark", "timing"):
-        block = case.get(key)
-        if not isinstance(block, dict):
-            continue
-        for k, scale in (("p50_s", 1.0), ("median_s", 1.0), ("p50_ms", 1e-3), ("median_ms", 1e-3),
-                         ("p50_us", 1e-6), ("median_us", 1e-6)):
-            if isinstance(block.get(k), (int, float)) and not isinstance(block.get(k), bool):
-                return float(block[k]) * scale
     return None
 
 
@@ -251,7 +239,8 @@ def _cell(rs: ResultSet, case: dict | None) -> Cell:
     return Cell(present=True, status=case.get("status"), verdict=case.get("verdict"), expect=case.get("expect"),
                 met=case.get("met"), tma=tuple((lv, tma[lv]) for lv in LEVELS if lv in tma),
                 **{k: meta.get(k) for k in RESOURCES}, fits=launch.get("fits"), ir=tuple(ir),
-                error=case.get("error"), failing_pass=case.get("failing_pass"), correct=_correct(case),
+                error=case.get("error"), failing_pass=case.get("failing_pass"),
+                gpu_status=(case.get("gpu") or {}).get("status"), correct=_correct(case),
                 time_s=_time_s(case))
 
 
@@ -272,8 +261,12 @@ def _moved(base: Cell, cell: Cell) -> tuple:
     out += [f for f in RESOURCES if getattr(base, f) != getattr(cell, f)]
     bi, ci = dict(base.ir), dict(cell.ir)
     out += [f"ir.{lv}" for lv in LEVELS if bi.get(lv) != ci.get(lv)]
-    if base.correct is not None and cell.correct is not None and base.correct != cell.correct:
-        out.append("correct")
+    # GPU facts count where both sides ran on a GPU: a compile-only replay of a GPU bundle has
+    # nothing to say about them.
+    for f in ("gpu_status", "correct"):
+        a, b = getattr(base, f), getattr(cell, f)
+        if a is not None and b is not None and a != b:
+            out.append(f)
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ from reprokit.compare.normalise import LEVELS
 STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red", "error": "red",
          "timeout": "red", "unsupported": "dim", "inconclusive": "magenta"}
 _SHORT = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spills", "spill_loads": "spills",
-          "correct": "correct"}
+          "gpu_status": "gpu", "correct": "correct"}
 
 
 def moved_summary(cell: Cell) -> str:
@@ -43,6 +43,10 @@ def cell_text(cell: Cell, *, baseline: bool) -> str:
     tma = dict(cell.tma)
     if "sass" in tma or "ptx" in tma:
         text += f" [dim]{'/'.join(str(tma.get(lv, '-')) for lv in LEVELS)}[/]"
+    if cell.gpu_status not in (None, "ok"):
+        text += f" [red]gpu:{escape(cell.gpu_status)}[/]"
+    elif cell.correct is False:
+        text += " [red]wrong[/]"
     if cell.time_ratio is not None:
         text += f" x{cell.time_ratio:.2f}"
     if not baseline and cell.moved:

@@ -87,3 +87,28 @@ def test_capture_folders_compare_like_bundles(tmp_path, v30):
     g = compare([v30, cap])
     assert not g.moved
     assert g.cell("experimental_descriptor.p0", cap.key).ir_at("sass") is not None
+
+
+def test_gpu_bundles_carry_correctness_launch_status_and_time_ratios():
+    examples = GOLDEN.parent / "examples"
+    g30 = open_result_set(examples / "h100-gpu-triton-3.0.0.tgz", role="recorded")
+    g36 = open_result_set(examples / "h100-gpu-triton-3.6.0.tgz")
+    g = compare([g36, g36])
+    cell = g.cell("tensor_descriptor.p0", g36.key + "#2")
+    assert cell.correct is True and cell.gpu_status == "ok" and cell.time_s > 0 and cell.time_ratio == 1.0
+    big = g.cell("tensor_descriptor.gemm-128x128x128-w16-s4", g36.key)
+    assert big.gpu_status == "out_of_resources" and big.correct is None and big.fits is False
+    bp = compare([g30, g36]).cell("block_ptr.p0", g36.key)
+    assert bp.correct is True and bp.time_ratio is not None and 0.5 < bp.time_ratio < 2
+    assert "correct" not in bp.moved and "gpu_status" not in bp.moved
+
+
+def test_a_compile_only_column_does_not_move_gpu_facts():
+    from dataclasses import replace
+
+    g36 = open_result_set(GOLDEN.parent / "examples" / "h100-gpu-triton-3.6.0.tgz")
+    bare = replace(g36, key="bare", results={**g36.results, "cases": [
+        {k: v for k, v in c.items() if k != "gpu"} for c in g36.cases]})
+    g = compare([g36, bare])
+    assert g.cell("block_ptr.p0", g36.key).correct is True and g.cell("block_ptr.p0", "bare").correct is None
+    assert not g.moved

@@ -4,6 +4,7 @@ content and determinism, IR excerpts, the html page's self-containment, and bad 
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import io
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.bundle.reader import open_bundle
 from reprokit.cli import main
 from reprokit.report import render
 from reprokit.report.excerpts import excerpt
@@ -241,9 +243,13 @@ def _gpu_bundle(tmp: Path, name: str, times_ms: dict, **capture) -> Path:
 
     cap = make_capture(tmp / name, **capture)
     res = json.loads((cap / "results.json").read_text())
+    # A real GPU run's record (the H100 example), with the kernel's median set to each time.
+    real = open_bundle(GOLDEN.parent / "examples" / "h100-gpu-triton-3.6.0.tgz", keep=lambda rel: False)
+    gpu = next(c["gpu"] for c in real.results["cases"] if c["id"] == "tensor_descriptor.p0")
     for c in res["cases"]:
         if c["id"] in times_ms:
-            c["bench"] = {"median_ms": times_ms[c["id"]]}
+            c["gpu"] = copy.deepcopy(gpu)
+            c["gpu"]["bench"][0]["kernel"]["median_ms"] = times_ms[c["id"]]
     (cap / "results.json").write_text(json.dumps(res))
     return write_bundle(cap, Origin(stack=STACK, profile=PROFILE_H100, executor=EXECUTOR, mode="compile-only"),
                         BundleOptions(tmp / f"{name}-out"))
