@@ -44,9 +44,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from reprokit.bundle.reader import open_bundle
+    from reprokit.compare.sources import open_verified
 
-    bundle = open_bundle(args.bundle)   # verified before any stack is built
+    bundle = open_verified(args.bundle)   # verified before any stack is built
     profile = bundle_profile(bundle.plan)
     if args.stacks is not None:
         stacks = load_config().select_stacks(args.stacks)

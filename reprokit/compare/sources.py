@@ -143,12 +143,23 @@ def open_result_set(path: Path, *, role: str = "bundle", key: str | None = None,
                     label: str | None = None) -> ResultSet:
     """A bundle (.tgz, verified: BundleInvalid/BundleUnusable as the reader raises them) or a
     capture folder, as a ResultSet."""
-    from reprokit.bundle.reader import open_bundle
-
     path = Path(path)
     if path.is_dir():
         return ResultSet.from_capture(path, role="capture" if role == "bundle" else role, key=key, label=label)
-    return ResultSet.from_bundle(open_bundle(path), role=role, key=key, label=label)
+    return ResultSet.from_bundle(open_verified(path), role=role, key=key, label=label)
+
+
+def open_verified(path: Path):
+    """open_bundle(), where a bundle that fails verification is input this comparison cannot use
+    (BundleUnusable, exit 2: exit 1 means "they differ" here), said in one line."""
+    from reprokit.bundle.reader import open_bundle
+    from reprokit.errors import BundleInvalid, BundleUnusable
+
+    try:
+        return open_bundle(Path(path))
+    except BundleInvalid as e:
+        more = f" (and {len(e.problems) - 1} more; `reprokit verify` lists them)" if len(e.problems) > 1 else ""
+        raise BundleUnusable(f"{path}: fails verification, so it cannot be compared: {e.problems[0]}{more}") from None
 
 
 __all__ = ["LEVELS", "ResultSet", "open_result_set"]

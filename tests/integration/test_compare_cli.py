@@ -160,6 +160,12 @@ def test_bad_input_gets_one_line_and_an_exit_code(tmp_path, b200_bundle):
         reprokit("bisect", "--case", "block_ptr.p0", "--versions", "3.0.1..3.0.9", "--gpu", "h100", "--out", out), 2)
     assert "expected FIRST..LAST" in _one_line(
         reprokit("bisect", "--case", "block_ptr.p0", "--versions", "3.0", "--gpu", "h100", "--out", out), 2)
+    from tests.helpers.bundle_tools import repack
+
+    tampered = repack(B30, tmp_path / "tampered.tgz",
+                      lambda files: {**files, "kernels/copy_block_ptr.py": b"# edited after packing\n"})
+    assert "fails verification" in _one_line(reprokit("replay", tampered, "--out", out), 2)
+    assert "fails verification" in _one_line(reprokit("diff", tampered, B30), 2)
     assert not out.exists()   # nothing half-written
 
 
