@@ -145,7 +145,7 @@ def _product(g: dict, members: list, plan_cases: dict, profile: dict, hypotheses
     any_fail = {i for ids in failing.values() for i in ids}
     for h in hypotheses:
         out["hypotheses"].append(check_rule(h["name"], h["rule"], any_fail, all_ids, params))
-    out["frontier"] = _frontier(supported, params, profile)
+    out["frontier"] = _frontier(supported, params, profile, axes)
     n = len(supported)
     if not failing:
         out["answer"] = f"{g['family']}: every one of {n} configs compiled with TMA: not reproduced with these {n} configs"
@@ -194,12 +194,20 @@ def check_rule(name: str, rule: dict, failing: set, ids: list, params: dict) -> 
                          f"{len(failing - sel)} failures lie outside it")}
 
 
-def _frontier(cases: list, params: dict, profile: dict) -> dict:
+def _frontier(cases: list, params: dict, profile: dict, axes: list) -> dict:
     limit = profile["smem_per_block"]
     ok = [c for c in cases if c["status"] == "ok" and (c.get("metadata") or {}).get("shared_bytes") is not None]
     fits = [c for c in ok if c["metadata"]["shared_bytes"] <= limit]
     big = [c for c in ok if c["metadata"]["shared_bytes"] > limit]
-    return {"limit": limit, "compiled": len(ok), "fits": len(fits), "too_big": len(big),
+    # Per tile (every axis but warps and stages): the most stages that still fit the profile.
+    tile_axes = [a for a in axes if a not in ("num_stages", "num_warps")]
+    most = {}
+    if "num_stages" in axes:
+        for c in fits:
+            p = params[c["id"]]
+            key = "x".join(str(p[a]) for a in tile_axes)
+            most[key] = max(most.get(key, 0), p["num_stages"])
+    return {"max_stages_fitting": dict(sorted(most.items())), "tile_axes": tile_axes,"limit": limit, "compiled": len(ok), "fits": len(fits), "too_big": len(big),
             "largest_fitting": max((c["metadata"]["shared_bytes"] for c in fits), default=None),
             "smallest_too_big": min((c["metadata"]["shared_bytes"] for c in big), default=None),
             "too_big_ids": sorted(c["id"] for c in big)}

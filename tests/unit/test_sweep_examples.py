@@ -60,3 +60,17 @@ def test_block_pointers_never_give_tma_and_are_gone_in_3_9():
         assert sum(len(x["cells"]) for x in g["axes"]) >= 22
     g = next(g for g in answers("tma-invariants-triton-3.9-cu132-h100.tgz")["groups"] if g["group"] == "block_ptr")
     assert g["base"]["status"] == "unsupported"
+
+
+@pytest.mark.parametrize("release", ["3.5-cu130", "3.9-cu132"])
+def test_b200_gemm_configs_do_not_reproduce_the_crash_report(release):
+    a = answers(f"gemm-configs-triton-{release}-b200.tgz")
+    td = next(g for g in a["groups"] if g["group"] == "gemm_tensor_descriptor")
+    assert td["points"] == 405 and td["failures"] == []
+    (hyp,) = td["hypotheses"]
+    assert not hyp["holds"] and hyp["selected"] == 72 and hyp["failing_selected"] == 0
+    named = {n["name"]: n for n in td["named"]}
+    # On sm_100 the accumulator lives in tensor memory: 128x128x128/16/4 fits where on H100 it does not.
+    assert named["aggressive-128x128x128"]["shared_bytes"] == 196632 and named["aggressive-128x128x128"]["fits"]
+    assert named["aggressive-256x128x128"]["shared_bytes"] == 294936 and not named["aggressive-256x128x128"]["fits"]
+    assert td["frontier"]["too_big"] == 61
