@@ -93,7 +93,15 @@ def test_verdicts_equal_those_in_venvs(docker_stack, docker_captured, captured):
     def digest(cap):
         return {c["id"]: (c["status"], c["verdict"], c.get("met"), c.get("tma")) for c in cap.results["cases"]}
 
-    in_docker, in_venv = digest(docker_captured(docker_stack)), digest(captured(docker_stack))
+    docker_cap = docker_captured(docker_stack)
+    in_docker, in_venv = digest(docker_cap), digest(captured(docker_stack))
+    # The offline test base image carries no CUDA toolkit (a real CUDA devel image does), while
+    # the host venvs find CI's nvcc: the CUDA C++ case may differ there, and only for that reason.
+    for c in docker_cap.results["cases"]:
+        if c["family"] == "cuda_tma" and c["status"] == "unsupported":
+            assert c["error"].startswith("no nvcc in this stack"), c["error"]
+            in_docker.pop(c["id"])
+            in_venv.pop(c["id"])
     assert in_docker == in_venv
 
 
