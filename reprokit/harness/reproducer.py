@@ -33,7 +33,7 @@ ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLI
 # "constexprs": 3.3+, name-keyed with "constexpr" entries, constexprs= and path-keyed attrs.
 FORMS = ("index", "hints", "constexprs")
 # What a recorded result keeps in the script, to compare against.
-_RECORDED_KEYS = ("status", "verdict", "tma", "error")
+_RECORDED_KEYS = ("status", "verdict", "tma")
 
 
 def form_for_version(version: str | None) -> str:
@@ -75,11 +75,12 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     recorded = {k: result[k] for k in _RECORDED_KEYS if result and k in result} or None
     sources = "\n\n\n".join(_source_function(i, c, form, kernel_source) for i, c in enumerate(steps))
     spec = {
-        "triton": version, "form": form, "gpu": profile["key"], "capability": profile["capability"],
+        "gpu": profile["key"], "capability": profile["capability"],
         "smem_per_block": profile["smem_per_block"], "timeout_s": float(case.get("timeout_s") or plan.get("timeout_s") or 300),
-        "steps": [{"id": c["id"], "function": c["kernel"]["function"], "num_warps": c["num_warps"],
+        "steps": [{"id": c["id"], "num_warps": c["num_warps"],
                    "num_stages": c["num_stages"], "requires": list(c.get("requires", [])),
-                   "expect": c.get("expect", "tma"), "gated_by": c.get("gated_by")} for c in steps],
+                   "expect": c.get("expect", "tma"), "gated_by": c.get("gated_by"),
+                   "reject": _rejections(c, version)} for c in steps],
         "recorded": recorded,
     }
     header = _HEADER.format(
@@ -89,10 +90,20 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
         recorded=(recorded or {}).get("verdict", "(none)"), file=case["kernel"]["file"],
         pip=f"triton=={version}" if version else "triton",
         gate=f" after its gate {gate_id}" if gate_id else "")
-    body = _BODY.replace("@SPEC@", _literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
+    body = _BODY.replace("@SPEC@", _spec_literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
         .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
         .replace("@SOURCES@", sources)
     return header + kernel_source.rstrip("\n") + "\n\n\n" + body
+
+
+def _rejections(case: dict, version: str | None):
+    """The case's expected rejections that name this release (the oracle's own version check), or
+    None for a plan from before rejections were named."""
+    rules = case.get("reject")
+    if rules is None:
+        return None
+    return [{k: r[k] for k in ("pass", "message") if r.get(k)} for r in rules
+            if oracle.version_in(version, r.get("triton", ""))]
 
 
 def reproducers_for(plan: dict, kernel_sources: dict, results: dict | None = None) -> dict:
@@ -173,9 +184,16 @@ def _arg_names(kernel_source: str, fn: str) -> list:
     raise ValueError(f"the kernel source defines no function {fn!r}")
 
 
+def _spec_literal(spec: dict) -> str:
+    """The spec with one line per step, keys sorted: short enough to embed in a report."""
+    top = {k: v for k, v in sorted(spec.items()) if k != "steps"}
+    steps = ",\n".join(f"    {dict(sorted(s.items()))!r}" for s in spec["steps"])
+    return "{" + "".join(f"{k!r}: {_literal(v)}, " for k, v in top.items()) + "'steps': [\n" + steps + ",\n]}"
+
+
 def _literal(value) -> str:
     """A Python literal of JSON-like data, the same text on every run (dict keys sorted)."""
-    return pprint.pformat(value, width=100, sort_dicts=True)
+    return pprint.pformat(value, width=120, sort_dicts=True)
 
 
 _HEADER = '''"""Standalone reproducer of {id}: {description}
@@ -185,24 +203,15 @@ stages{gate}; expected {expect}, recorded verdict {recorded}. No GPU and no repr
 
     pip install {pip} && python reproducer.py [--json]
 
-It prints the TMA data movement it finds at each IR level (TTIR, TTGIR, LLVM IR, PTX and the
-SASS of the wheel's cuobjdump) and the verdict; exit 0 when that verdict is the recorded one.
-The kernel module below is kernels/{file} as the bundle carries it.
+It prints the TMA ops found per IR level (SASS from the wheel's cuobjdump) and the verdict,
+and exits 0 when that is the recorded verdict. Below: kernels/{file} as the bundle has it.
 """
 
 '''
 
 _BODY = r'''# ---- the compile, the TMA evidence and the verdict ------------------------------------------
 
-import json as _json
-import os as _os
-import re as _re
-import shutil as _shutil
-import signal as _signal
-import subprocess as _subprocess
-import sys as _sys
-import tempfile as _tempfile
-import time as _time
+import json, os, re, shutil, signal, subprocess, sys, tempfile, time  # noqa: E401
 
 _SPEC = @SPEC@
 
@@ -226,7 +235,7 @@ def _scan(level, text):
     ops, moves = {}, 0
     for kind, table in (("move", _MOVE), ("setup", _SETUP)):
         for pattern in table[level]:
-            for m in _re.finditer(pattern, text):
+            for m in re.finditer(pattern, text):
                 if is_op(m.start()):
                     op = m.group(0).replace("triton_nvidia_gpu.", "ttng.")
                     ops[op] = ops.get(op, 0) + 1
@@ -242,7 +251,7 @@ def _compile_child(index, out):
     step = _SPEC["steps"][index]
     src = globals()["_source_%d" % index]()
     target = GPUTarget("cuda", _SPEC["capability"], 32)
-    t0 = _time.perf_counter()
+    t0 = time.perf_counter()
     try:
         compiled = triton.compile(src, target=target,
                                   options={"num_warps": step["num_warps"], "num_stages": step["num_stages"]})
@@ -255,31 +264,31 @@ def _compile_child(index, out):
                 break
             chain = chain.__cause__ or chain.__context__
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        error = next((ln for ln in lines if _re.search(r"\b(error|fatal)\s*:", ln)), lines[-1] if lines else type(e).__name__)
+        error = next((ln for ln in lines if re.search(r"\b(error|fatal)\s*:", ln)), lines[-1] if lines else type(e).__name__)
         doc = {"status": "unsupported" if removed else "compile_error", "error": removed or error,
                "exception": type(e).__name__}
     else:
         for key in ("ttir", "ttgir", "llir", "ptx", "cubin"):
             data = compiled.asm.get(key)
             if data is not None:
-                with open(_os.path.join(out, "kernel." + key), "wb" if isinstance(data, bytes) else "w") as f:
+                with open(os.path.join(out, "kernel." + key), "wb" if isinstance(data, bytes) else "w") as f:
                     f.write(data)
         doc = {"status": "ok", "shared": int(getattr(compiled.metadata, "shared", 0) or 0)}
-    doc["compile_s"] = round(_time.perf_counter() - t0, 3)
-    with open(_os.path.join(out, "result.json"), "w") as f:
-        _json.dump(doc, f)
+    doc["compile_s"] = round(time.perf_counter() - t0, 3)
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump(doc, f)
 
 
 def _disassemble(cubin):
     import triton
 
-    bin_dir = _os.path.join(_os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    bin_dir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     for tool, args in (("cuobjdump", ["-sass"]), ("nvdisasm", ["-c"])):
-        path = _os.environ.get("TRITON_%s_PATH" % tool.upper()) or _os.path.join(bin_dir, tool)
-        if not _os.access(path, _os.X_OK):
-            path = _shutil.which(tool)
+        path = os.environ.get("TRITON_%s_PATH" % tool.upper()) or os.path.join(bin_dir, tool)
+        if not os.access(path, os.X_OK):
+            path = shutil.which(tool)
         if path:
-            p = _subprocess.run([path] + args + [cubin], capture_output=True, text=True, errors="replace")
+            p = subprocess.run([path] + args + [cubin], capture_output=True, text=True, errors="replace")
             if p.returncode == 0 and p.stdout.strip():
                 return p.stdout
     return None
@@ -292,7 +301,15 @@ def _judge(step, res, gate):
     if status == "crash":
         return "crashed", res["error"]
     if status == "compile_error":
-        return ("rejected" if expect == "no-tma" else "error"), res["error"]
+        if expect != "no-tma":
+            return "error", res["error"]
+        mine = step["reject"]  # the case's expected rejections on this Triton release
+        if mine is None:  # a plan from before rejections were named
+            return "rejected", "compiler refused the broken invariant: " + res["error"]
+        for r in mine:
+            if (not r.get("pass") or res.get("failing_pass") == r["pass"]) and re.search(r["message"], res["error"]):
+                return "rejected", "compiler refused the broken invariant as expected: " + res["error"]
+        return "error", "compile error, but not the rejection this case expects: " + res["error"]
     counts = res["tma"]
     level = next((lv for lv in ("sass", "ptx", "ttgir") if lv in counts), None)
     if level is None:
@@ -314,25 +331,27 @@ def _run_step(index, scratch):
         if not any(hasattr(tl, alt[3:]) if alt.startswith("tl.") else _importable(alt[7:]) for alt in req.split("|")):
             res.update(status="unsupported", error="triton %s lacks %s" % (_triton_version(), req.replace("|", " and ")))
             return res
-    out = _os.path.join(scratch, str(index))
-    _os.makedirs(out)
-    env = dict(_os.environ, TRITON_CACHE_DIR=_os.path.join(out, "cache"), TRITON_ALWAYS_COMPILE="1")
+    out = os.path.join(scratch, str(index))
+    os.makedirs(out)
+    env = dict(os.environ, TRITON_CACHE_DIR=os.path.join(out, "cache"), TRITON_ALWAYS_COMPILE="1")
     try:
-        p = _subprocess.run([_sys.executable, _os.path.abspath(__file__), "--compile", str(index), out],
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--compile", str(index), out],
                             env=env, capture_output=True, text=True, errors="replace", timeout=_SPEC["timeout_s"])
-    except _subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:
         res.update(status="timeout", error="no result after %g s" % _SPEC["timeout_s"])
         return res
     res["stderr_tail"] = "\n".join(p.stderr.rstrip().splitlines()[-20:])
-    if not _os.path.exists(_os.path.join(out, "result.json")):
-        how = ("killed by %s" % _signal.Signals(-p.returncode).name) if p.returncode < 0 else "exited with code %d" % p.returncode
-        m = _re.search(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|Segmentation fault.*)", p.stderr)
+    if not os.path.exists(os.path.join(out, "result.json")):
+        how = ("killed by %s" % signal.Signals(-p.returncode).name) if p.returncode < 0 else "exited with code %d" % p.returncode
+        m = re.search(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|Segmentation fault.*)", p.stderr)
         res.update(status="crash", error="%s (%s)" % (m.group(1).strip(), how) if m else "compiler process " + how)
         return res
-    with open(_os.path.join(out, "result.json")) as f:
-        res.update(_json.load(f))
+    with open(os.path.join(out, "result.json")) as f:
+        res.update(json.load(f))
     if res["status"] == "compile_error":  # MLIR prints its diagnostic; the exception only says a pass failed
-        diag = next((m.group(1).strip() for m in _re.finditer(r"\berror: (.*)", p.stderr)
+        m = re.search(r"Pipeline failed while executing \[?`(\w+)`", p.stderr)
+        res["failing_pass"] = m.group(1) if m else None
+        diag = next((m.group(1).strip() for m in re.finditer(r"\berror: (.*)", p.stderr)
                      if "Failures have been detected" not in m.group(1)), None)
         if diag and diag not in res["error"]:
             res["error"] = diag
@@ -340,12 +359,12 @@ def _run_step(index, scratch):
         return res
     texts = {}
     for level in ("ttir", "ttgir", "llir", "ptx"):
-        path = _os.path.join(out, "kernel." + level)
-        if _os.path.exists(path):
+        path = os.path.join(out, "kernel." + level)
+        if os.path.exists(path):
             with open(path, errors="replace") as f:
                 texts[level] = f.read()
-    cubin = _os.path.join(out, "kernel.cubin")
-    if _os.path.exists(cubin):
+    cubin = os.path.join(out, "kernel.cubin")
+    if os.path.exists(cubin):
         sass = _disassemble(cubin)
         if sass is not None:
             texts["sass"] = sass
@@ -357,19 +376,14 @@ def _run_step(index, scratch):
 
 
 def _importable(module):
-    import importlib
-
     try:
-        importlib.import_module(module)
+        return bool(__import__(module))
     except ImportError:
         return False
-    return True
 
 
 def _triton_version():
-    import triton
-
-    return triton.__version__
+    return sys.modules["triton"].__version__
 
 
 def main(argv):
@@ -377,7 +391,7 @@ def main(argv):
         _compile_child(int(argv[1]), argv[2])
         return 0
     as_json = "--json" in argv
-    scratch = _tempfile.mkdtemp(prefix="reproducer-")
+    scratch = tempfile.mkdtemp(prefix="reproducer-")
     try:
         done = {}
         for index, step in enumerate(_SPEC["steps"]):
@@ -386,7 +400,7 @@ def main(argv):
             res["verdict"], res["reason"] = _judge(step, res, gate)
             done[step["id"]] = res
     finally:
-        _shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     case = done[_SPEC["steps"][-1]["id"]]
     recorded = _SPEC["recorded"]
     reproduced = None if not recorded else case["verdict"] == recorded["verdict"]
@@ -394,7 +408,7 @@ def main(argv):
            "steps": list(done.values()), "case": case["id"], "verdict": case["verdict"],
            "recorded": recorded, "reproduced": reproduced}
     if as_json:
-        print(_json.dumps(doc, indent=1, sort_keys=True))
+        print(json.dumps(doc, indent=1, sort_keys=True))
     else:
         print("triton %s, compile-only for %s (capability %d)" % (doc["triton"], _SPEC["gpu"], _SPEC["capability"]))
         for res in done.values():
@@ -414,5 +428,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    _sys.exit(main(_sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))
 '''

@@ -7,11 +7,14 @@ import json
 import shutil
 import subprocess
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import by_id
 
 pytestmark = pytest.mark.triton
+EXAMPLES = Path(__file__).resolve().parents[2] / "bundles" / "examples"
 
 LEAN_3_9 = "block_ptr.p0,block_ptr.p1,experimental_descriptor.p0,tensor_descriptor.p0,tensor_descriptor.p1,host_descriptor.p*"
 
@@ -56,20 +59,46 @@ def test_the_reproducer_reproduces_the_verdict_with_only_triton(captured, stack_
         assert step["error"] == recorded["error"]
 
 
-def test_a_reproducer_that_finds_another_verdict_says_so_and_exits_1(captured, stack_ready, venv_executor, tmp_path):
-    # The 3.6 script of a case 3.6 compiles, with the recorded verdict changed: the compile is
-    # the same, so the script must report the difference rather than echo the record.
+@pytest.mark.parametrize("cid,old,new,verdict", [
+    # The record says no-tma; the same compile still finds TMA.
+    ("tensor_descriptor.p0", "'verdict': 'tma'", "'verdict': 'no-tma'", "tma"),
+    # The case expects other words from this release's pass: a rejection, but not the expected one.
+    ("host_descriptor.p1", "'message': 'TMA copies must have between 1 and 5 coordinates'",
+     "'message': 'some other refusal'", "error"),
+])
+def test_a_reproducer_that_finds_another_verdict_says_so_and_exits_1(captured, stack_ready, venv_executor,
+                                                                      tmp_path, cid, old, new, verdict):
     cap = captured("triton-3.6-cu130", "h100", None)
-    path = cap.out_dir / by_id(cap)["tensor_descriptor.p0"]["artifacts"]["reproducer_py"]
+    path = cap.out_dir / by_id(cap)[cid]["artifacts"]["reproducer_py"]
     edited = tmp_path / "cap"
     (edited / path.parent.relative_to(cap.out_dir)).mkdir(parents=True)
     text = path.read_text()
-    assert text.count("'verdict': 'tma'") == 1
-    (edited / path.relative_to(cap.out_dir)).write_text(text.replace("'verdict': 'tma'", "'verdict': 'no-tma'"))
+    assert text.count(old) == 1
+    (edited / path.relative_to(cap.out_dir)).write_text(text.replace(old, new))
 
     class Edited:
         out_dir = edited
-        results = {"cases": [{**by_id(cap)["tensor_descriptor.p0"]}]}
+        results = {"cases": [{**by_id(cap)[cid]}]}
 
-    rc, doc = _run_bare(venv_executor, stack_ready("triton-3.6-cu130"), Edited, "tensor_descriptor.p0", tmp_path)
-    assert rc == 1 and doc["reproduced"] is False and doc["verdict"] == "tma"
+    rc, doc = _run_bare(venv_executor, stack_ready("triton-3.6-cu130"), Edited, cid, tmp_path)
+    assert rc == 1 and doc["reproduced"] is False and doc["verdict"] == verdict
+
+
+def test_the_example_bundles_carry_one_per_case_and_the_newest_reproduces(stack_ready, venv_executor, tmp_path):
+    from reprokit.bundle.reader import open_bundle
+
+    examples = sorted(EXAMPLES.glob("*.tgz"))
+    assert len(examples) >= 4
+    for path in examples:
+        b = open_bundle(path)
+        for c in b.results["cases"]:
+            assert b.read_text(c["artifacts"]["reproducer_py"]).startswith('"""Standalone reproducer of ' + c["id"])
+    b = open_bundle(EXAMPLES / "triton-3.9-cu132-h100.tgz")
+    script = tmp_path / "reproducer.py"
+    script.write_text(b.read_text("cases/host_descriptor.p0/reproducer.py"))
+    python = str(venv_executor.venv_dir(stack_ready("triton-3.9-cu132")) / "bin" / "python")
+    p = subprocess.run([python, str(script)], cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr[-2000:]
+    assert "triton 3.9.0, compile-only for h100" in p.stdout and "UTMALDG=1" in p.stdout
+    assert p.stdout.rstrip().endswith("recorded verdict: tma -> reproduced")

@@ -272,10 +272,12 @@ def test_gpu_times_show_in_the_grid_and_as_a_plot(tmp_path):
 def test_reports_on_the_example_bundles(tmp_path, capsys):
     examples = sorted((GOLDEN.parent / "examples").glob("triton-*.tgz"))  # the compile-only ones
     assert [p.name for p in examples] == ["triton-3.0-cu129-h100.tgz", "triton-3.4-cu129-h100.tgz",
-                                          "triton-3.5-cu130-h100.tgz"]
+                                          "triton-3.5-cu130-h100.tgz", "triton-3.9-cu132-h100.tgz"]
     md = render(examples, "md")
-    assert "| case | expect | triton 3.0.0 | triton 3.4.0 | triton 3.5.0 |" in md
-    assert "| `experimental_descriptor.p1` | no-tma | crashed ✗ | **unsupported** | **unsupported** |" in md
+    assert "| case | expect | triton 3.0.0 | triton 3.4.0 | triton 3.5.0 | triton 3.9.0 |" in md
+    assert ("| `experimental_descriptor.p1` | no-tma | crashed ✗ | **unsupported** | **unsupported** "
+            "| **unsupported** |") in md
+    assert "| `block_ptr.p0` | tma | no-tma 0/0/0/0/0 ✗ | no-tma 0/0/0/0/0 ✗ | no-tma 0/0/0/0/0 ✗ | **unsupported** |" in md
     assert "Mode: compile-only" in md and "Driver: none (compile-only, no GPU)" in md
     assert "GPU: none (compile-only for NVIDIA H100 80GB HBM3)" in md
     if pytest.importorskip("matplotlib"):

@@ -78,6 +78,20 @@ def test_each_release_form_of_the_compile_is_written_out_literally(plan):
         ["index", "index", "hints", "constexprs", "constexprs", "constexprs", "constexprs"]
 
 
+def test_only_the_rejections_named_for_the_release_travel(plan):
+    rules = _case(plan, "host_descriptor.p1")["reject"]
+    assert len(rules) == 2
+    for version, words in (("3.6.0", "TMA copies must"), ("3.9.0", "op must have")):
+        (step,) = _assigned(_make(plan, "host_descriptor.p1", triton_version=version), "_SPEC")["steps"]
+        assert [r["message"] for r in step["reject"]] == [next(r["message"] for r in rules if r["message"].startswith(words))]
+        assert step["reject"][0]["pass"] == "TritonNvidiaGPUTMALoweringPass"
+    (step,) = _assigned(_make(plan, "host_descriptor.p1", triton_version="3.0.0"), "_SPEC")["steps"]
+    assert step["reject"] == []  # 3.0 names none: any compile error there is an error
+    case = {k: v for k, v in _case(plan, "host_descriptor.p1").items() if k != "reject"}
+    text = reproducer_source(case, plan, (KERNELS / "copy_host_descriptor.py").read_text())
+    assert _assigned(text, "_SPEC")["steps"][0]["reject"] is None  # a plan from before rules were named
+
+
 def test_a_gated_case_compiles_its_gate_first(plan):
     text = _make(plan, "block_ptr.p2")
     spec = _assigned(text, "_SPEC")
@@ -89,7 +103,7 @@ def test_the_recorded_result_is_what_the_script_compares_against(plan):
     rec = {"id": "host_descriptor.p1", "status": "compile_error", "verdict": "rejected", "tma": {},
            "error": "TMA copies must have between 1 and 5 coordinates", "stderr_tail": "not kept"}
     text = _make(plan, "host_descriptor.p1", result=rec)
-    assert _assigned(text, "_SPEC")["recorded"] == {k: rec[k] for k in ("status", "verdict", "tma", "error")}
+    assert _assigned(text, "_SPEC")["recorded"] == {k: rec[k] for k in ("status", "verdict", "tma")}
     assert "recorded verdict rejected" in text.split('"""')[1]
     assert _assigned(_make(plan, "host_descriptor.p1"), "_SPEC")["recorded"] is None
 
