@@ -58,6 +58,8 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     its gate, which must come from the same kernel file, so its verdict can be judged the same way.
     Deterministic: the same arguments give the same text (bundles stay byte-reproducible).
     """
+    if case.get("language", "triton") != "triton":
+        raise ValueError(f"case {case['id']} is a {case['language']} case, not a Triton kernel")
     version = triton_version or (plan.get("stack") or {}).get("triton")
     form = form or form_for_version(version)
     if form not in FORMS:
@@ -107,7 +109,7 @@ def _rejections(case: dict, version: str | None):
 
 
 def reproducers_for(plan: dict, kernel_sources: dict, results: dict | None = None) -> dict:
-    """case id -> reproducer text, for every case of a bundle: its plan.json, its kernels/ texts
+    """case id -> reproducer text, for every Triton case of a bundle: its plan.json, its kernels/ texts
     by file name, and its results.json when there is one (recorded verdicts, and the Triton
     version that really ran, which picks the ASTSource form). For bundles made before the
     harness wrote reproducers, and for reports."""
@@ -115,7 +117,7 @@ def reproducers_for(plan: dict, kernel_sources: dict, results: dict | None = Non
     version = (results or {}).get("triton")
     return {c["id"]: reproducer_source(c, plan, kernel_sources[c["kernel"]["file"]], result=recorded.get(c["id"]),
                                        triton_version=version)
-            for c in plan["cases"]}
+            for c in plan["cases"] if c.get("language", "triton") == "triton"}
 
 
 def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: str | None = None,
@@ -124,12 +126,15 @@ def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: s
     into results.json), and name it in the record's artifacts. A case whose kernel source has
     no plain definition of its function (or does not parse) gets none: returns [(id, why)]."""
     texts, skipped = {}, []
-    for name in sorted({c["kernel"]["file"] for c in plan["cases"]}):
+    triton_cases = [c for c in plan["cases"] if c.get("language", "triton") == "triton"]
+    for name in sorted({c["kernel"]["file"] for c in triton_cases}):
         with open(os.path.join(kernels_dir, name), errors="replace") as f:
             texts[name] = f.read()
-    cases = {c["id"]: c for c in plan["cases"]}
+    cases = {c["id"]: c for c in triton_cases}
     for rec in results:
-        case = cases[rec["id"]]
+        case = cases.get(rec["id"])
+        if case is None:  # CUDA C++ and torch.compile cases carry their own sources
+            continue
         try:
             text = reproducer_source(case, plan, texts[case["kernel"]["file"]], result=rec, form=form,
                                      triton_version=triton_version)

@@ -137,3 +137,12 @@ def test_an_older_bundle_gets_one_per_case_from_its_plan_and_kernels():
     assert _assigned(text, "_SPEC")["recorded"]["verdict"] == "tma"
     for t in scripts.values():
         compile(t, "reproducer.py", "exec")
+
+
+def test_cases_that_are_not_triton_kernels_get_none(plan):
+    cuda = dict(_case(plan, "block_ptr.p0"), id="cuda_tma.p0", language="cuda")
+    with pytest.raises(ValueError, match="cuda case, not a Triton kernel"):
+        reproducer_source(cuda, plan, "__global__ void k() {}")
+    mixed = {**plan, "cases": [*plan["cases"][:1], cuda]}
+    kernels = {plan["cases"][0]["kernel"]["file"]: (KERNELS / plan["cases"][0]["kernel"]["file"]).read_text()}
+    assert list(reproducers_for(mixed, kernels)) == [plan["cases"][0]["id"]]
