@@ -102,3 +102,25 @@ def test_the_example_bundles_carry_one_per_case_and_the_newest_reproduces(stack_
     assert p.returncode == 0, p.stdout + p.stderr[-2000:]
     assert "triton 3.9.0, compile-only for h100" in p.stdout and "UTMALDG=1" in p.stdout
     assert p.stdout.rstrip().endswith("recorded verdict: tma -> reproduced")
+
+
+def test_a_capture_with_reproducers_packs_to_the_same_bytes_twice(captured, tmp_path):
+    import hashlib
+    import sys
+
+    cap = captured("triton-3.6-cu130", "h100", None)
+    digests = []
+    for out in ("a", "b"):
+        p = subprocess.run([sys.executable, "-m", "reprokit", "bundle", str(cap.out_dir), "--out", str(tmp_path / out),
+                            "--share", "--executor", "venv"], capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        (path,) = (tmp_path / out).glob("*.tgz")
+        digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
+    assert digests[0] == digests[1]
+    from reprokit.bundle.reader import open_bundle
+
+    b = open_bundle(path)
+    roles = {f["path"]: f["role"] for f in b.manifest["files"]}
+    scripts = [rel for rel in roles if rel.endswith("/reproducer.py")]
+    assert len(scripts) == sum(1 for c in b.results["cases"] if "reproducer_py" in c["artifacts"]) >= 20
+    assert {roles[rel] for rel in scripts} == {"reproducer"}
