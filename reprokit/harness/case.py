@@ -165,17 +165,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
             texts[key] = data
         rec["artifacts"][key] = "kernel." + ext
     if "cubin" in rec["artifacts"] and case.get("sass", plan.get("sass", True)):
-        t_sass = time.perf_counter()
-        sass, tool, note = disassemble(os.path.join(case_dir, "kernel.cubin"))
-        rec["sass_s"] = round(time.perf_counter() - t_sass, 4)
-        rec["sass_tool"] = tool
-        if sass is not None:
-            with open(os.path.join(case_dir, "kernel.sass"), "w") as f:
-                f.write(sass)
-            rec["artifacts"]["sass"] = "kernel.sass"
-            texts["sass"] = sass
-        else:
-            rec["sass_error"] = note
+        add_sass(rec, case_dir, texts)
     rec["tma"], rec["tma_ops"] = oracle.scan_all(texts)
     md = compiled.metadata
     shared = int(getattr(md, "shared", 0) or 0)
@@ -189,6 +179,22 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
         rec["launch"]["reason"] = (f"needs {shared} B of shared memory per block; "
                                    f"{plan['profile']['key']} allows {limit}")
     return rec
+
+
+def add_sass(rec: dict, case_dir: str, texts: dict) -> None:
+    """Disassemble case_dir/kernel.cubin into kernel.sass (through the SASS cache): the text joins
+    `texts` for the oracle, the tool and its time (or why there is none) join the record."""
+    t_sass = time.perf_counter()
+    sass, tool, note = disassemble(os.path.join(case_dir, "kernel.cubin"))
+    rec["sass_s"] = round(time.perf_counter() - t_sass, 4)
+    rec["sass_tool"] = tool
+    if sass is not None:
+        with open(os.path.join(case_dir, "kernel.sass"), "w") as f:
+            f.write(sass)
+        rec["artifacts"]["sass"] = "kernel.sass"
+        texts["sass"] = sass
+    else:
+        rec["sass_error"] = note
 
 
 def _arch(md):

@@ -94,17 +94,7 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     if rec["status"] != "ok":
         return rec
     if plan.get("sass", True):
-        t_sass = time.perf_counter()
-        sass, tool, note = case_mod.disassemble(os.path.join(case_dir, "kernel.cubin"))
-        rec["sass_s"] = round(time.perf_counter() - t_sass, 4)
-        rec["sass_tool"] = tool
-        if sass is not None:
-            with open(os.path.join(case_dir, "kernel.sass"), "w") as f:
-                f.write(sass)
-            rec["artifacts"]["sass"] = "kernel.sass"
-            texts["sass"] = sass
-        else:
-            rec["sass_error"] = note
+        case_mod.add_sass(rec, case_dir, texts)
     rec["tma"], rec["tma_ops"] = oracle.scan_all(texts)
     shared = _static_shared_bytes(os.path.join(case_dir, "kernel.cubin"), case["kernel"]["function"])
     limit = plan["profile"]["smem_per_block"]

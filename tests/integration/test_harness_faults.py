@@ -17,6 +17,8 @@ pytestmark = pytest.mark.triton
 # Kernel modules that fault while the case's process loads them (as a compiler would mid-compile).
 SEGV = "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"
 HANG = "import time\nwhile True:\n    time.sleep(1)\n"
+# Escapes the case's own error handling: its process ends in the harness's code, not the compiler.
+EXIT = "raise SystemExit(3)\n"
 
 
 def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack_ready):
@@ -25,11 +27,13 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     shutil.copytree(kernels_dir(), kernels)
     (kernels / "segv.py").write_text(SEGV)
     (kernels / "hang.py").write_text(HANG)
+    (kernels / "exit.py").write_text(EXIT)
     plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0")
     real = plan["cases"][0]
     plan["cases"] = [
         {**real, "id": "fault.segv", "kernel": {"file": "segv.py", "function": "copy_p0"}},
         {**real, "id": "fault.hang", "kernel": {"file": "hang.py", "function": "copy_p0"}, "timeout_s": 1.0},
+        {**real, "id": "fault.exit", "kernel": {"file": "exit.py", "function": "copy_p0"}},
         real,
     ]
     python = venv_executor.prepare(stack)["python"]
@@ -41,6 +45,10 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     assert segv["error"] == "compiler process killed by SIGSEGV"
     assert hang["status"] == "timeout" and hang["signal"] == "SIGKILL" and 1.0 <= hang["wall_s"] < 5
     assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
+    exited = cases["fault.exit"]  # never mistaken for a compiler crash
+    assert exited["status"] == "harness_error" and exited["verdict"] == "error" and exited["met"] is None
+    assert exited["error"] == "the harness failed in the case's process: SystemExit: 3"
+    assert cap.harness_errors() == ["fault.exit"]
     assert not (tmp_path / "cap" / "cases" / "fault.hang" / "metadata.json").exists()
     # A kernel module with no such function gets no standalone reproducer; the real case does.
     assert "reproducer_py" not in segv["artifacts"]
