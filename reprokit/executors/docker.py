@@ -280,7 +280,8 @@ class DockerExecutor(Executor):
         """Ids of the containers this executor created that still exist (should be none). Others'
         are not counted: an engine is shared, and another run's live containers are its own."""
         with _engine_errors("list containers", self.socket):
-            found = self.client.containers.list(all=True, filters={"label": "org.reprokit.stack"})
+            found = self.client.containers.list(all=True, filters={"label": "org.reprokit.stack"},
+                                                ignore_removed=True)
         return [c.id for c in found if c.id in self._created]
 
     def _image_or_none(self, ref: str):

@@ -106,7 +106,8 @@ def test_a_sigkilled_runs_container_is_removed_by_the_next_run(stack_images, bas
     ex = DockerExecutor(host=HostEnv(cache=cache), base_image=base_image, with_torch=False)
 
     def ours():
-        return [c for c in ex.client.containers.list(all=True)
+        # ignore_removed: the engine is shared, and another run's container may go while we look.
+        return [c for c in ex.client.containers.list(all=True, ignore_removed=True)
                 if c.labels.get(OWNER_LABEL, "").startswith(str(cache / "docker-owners"))]
 
     try:
