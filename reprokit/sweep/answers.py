@@ -205,7 +205,7 @@ def _frontier(cases: list, params: dict, profile: dict, axes: list) -> dict:
     if "num_stages" in axes:
         for c in fits:
             p = params[c["id"]]
-            key = "x".join(str(p[a]) for a in tile_axes)
+            key = "-".join(f"{a}{p[a]}" for a in tile_axes)
             most[key] = max(most.get(key, 0), p["num_stages"])
     return {"max_stages_fitting": dict(sorted(most.items())), "tile_axes": tile_axes,"limit": limit, "compiled": len(ok), "fits": len(fits), "too_big": len(big),
             "largest_fitting": max((c["metadata"]["shared_bytes"] for c in fits), default=None),

@@ -149,8 +149,8 @@ def test_boundaries_are_the_nearest_flips_on_each_side(tiny, config):
     (fail,) = gemm["failures"]
     assert fail["failing_pass"] == "SomePass" and fail["rule"]["exact"]
     assert fail["rule"]["rule"] == {"BK": 128, "num_stages": 4}
-    assert gemm["frontier"]["max_stages_fitting"] == {"64x64": 4, "128x64": 4, "64x32": 4, "128x32": 4,
-                                                      "64x128": 1, "128x128": 1}
+    assert gemm["frontier"]["max_stages_fitting"] == {"BM64-BK64": 4, "BM128-BK64": 4, "BM64-BK32": 4,
+                                                      "BM128-BK32": 4, "BM64-BK128": 1, "BM128-BK128": 1}
     (hyp,) = gemm["hypotheses"]
     assert not hyp["holds"] and hyp["selected"] == 4 and hyp["failing_selected"] == 2
     assert "copy.bn-8" in answers.boundary_ids(a)
