@@ -4,7 +4,9 @@
 #   scripts/slurm-local.sh up [DIR]     start the daemons with their state under DIR
 #   scripts/slurm-local.sh down [DIR]   stop them
 #
-# DIR defaults to /tmp/reprokit-slurm. `up` prints the SLURM_CONF to export; it installs
+# DIR defaults to /tmp/reprokit-slurm. SLURM_PORT (default 16817) is slurmctld's port and
+# SLURM_PORT+1 slurmd's, so that clusters of several test runs on one host do not collide.
+# `up` prints the SLURM_CONF to export; it installs
 # slurm-wlm and munge when missing (root, Debian). The node advertises 2 GRES "gpu" with no
 # device files behind them, so `--gpus` requests schedule as on a GPU cluster while the runs
 # themselves are compile-only. Completed jobs are kept by jobcomp/filetxt, which `sacct -c` reads.
@@ -12,6 +14,7 @@ set -euo pipefail
 cmd="${1:-up}"
 dir="${2:-/tmp/reprokit-slurm}"
 conf="$dir/slurm.conf"
+port="${SLURM_PORT:-16817}"
 
 down() {
   for pidfile in "$dir"/slurmd.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
@@ -57,8 +60,8 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SchedulerType=sched/backfill

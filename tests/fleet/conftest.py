@@ -31,6 +31,25 @@ def _skip_or_fail(why: str) -> None:
     pytest.skip(why)
 
 
+def _free_port_pair() -> int:
+    """A port p with p and p + 1 free (slurmctld's and slurmd's)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("", 0))
+            p = a.getsockname()[1]
+            if p >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("", p + 1))
+                except OSError:
+                    continue
+            return p
+    _skip_or_fail("no two neighbouring free ports for slurmctld and slurmd")
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory):
     """SLURM_CONF of a running one-host cluster, exported for the session; stopped at its end."""
@@ -40,7 +59,10 @@ def slurm_cluster(tmp_path_factory):
         _skip_or_fail("no Slurm here and no apt-get to install it")
     state_dir = Path(os.environ.get("REPROKIT_SLURM_DIR") or tmp_path_factory.mktemp("slurm"))
     script = project_root() / "scripts" / "slurm-local.sh"
-    p = subprocess.run([str(script), "up", str(state_dir)], capture_output=True, text=True)
+    # Ports of its own: another test run on this host may have a cluster up.
+    port = _free_port_pair()
+    p = subprocess.run([str(script), "up", str(state_dir)], capture_output=True, text=True,
+                       env={**os.environ, "SLURM_PORT": str(port)})
     if p.returncode != 0:
         _skip_or_fail(f"scripts/slurm-local.sh up failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
     conf = str(state_dir / "slurm.conf")
