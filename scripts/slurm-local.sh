@@ -6,10 +6,9 @@
 #
 # DIR defaults to /tmp/reprokit-slurm. SLURM_PORT (default 16817) is slurmctld's port and
 # SLURM_PORT+1 slurmd's, so that clusters of several test runs on one host do not collide.
-# `up` prints the SLURM_CONF to export; it installs
-# slurm-wlm and munge when missing (root, Debian). The node advertises 2 GRES "gpu" with no
-# device files behind them, so `--gpus` requests schedule as on a GPU cluster while the runs
-# themselves are compile-only. Completed jobs are kept by jobcomp/filetxt, which `sacct -c` reads.
+# `up` prints the SLURM_CONF to export; it installs slurm-wlm and munge when missing (root,
+# Debian). The node advertises 2 GRES "gpu" backed by stand-in files, so `--gpus` requests
+# schedule as on a GPU cluster while the runs themselves are compile-only. Completed jobs are kept by jobcomp/filetxt, which `sacct -c` reads.
 set -euo pipefail
 cmd="${1:-up}"
 dir="${2:-/tmp/reprokit-slurm}"
