@@ -15,6 +15,7 @@ import itertools
 import re
 
 FORMAT = 1
+_DIGITS = re.compile(r"\d+")
 
 
 def _state(c: dict) -> tuple:
@@ -131,17 +132,21 @@ def _product(g: dict, members: list, plan_cases: dict, profile: dict, hypotheses
     if not supported:
         out["answer"] = f"{g['family']}: not offered by this release ({members[0].get('error')})"
         return out
-    failing = {}
+    failing, example = {}, {}
     for c in supported:
         if c["status"] != "ok" or c["verdict"] != "tma":
-            key = (c["status"], c["verdict"], c.get("failing_pass") or "", (c.get("error") or "")[:200])
+            # One kind of failure whatever line or register count its message names.
+            error = (c.get("error") or "")[:200]
+            key = (c["status"], c["verdict"], c.get("failing_pass") or "", _DIGITS.sub("N", error))
             failing.setdefault(key, []).append(c["id"])
+            example.setdefault(key, error)
     values = {a: sorted({params[c["id"]][a] for c in supported}) for a in axes}
     all_ids = [c["id"] for c in supported]
-    for (status, verdict, fpass, error), ids in sorted(failing.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    for key, ids in sorted(failing.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        status, verdict, fpass, _ = key
         rule = best_rule(set(ids), all_ids, params, axes, values)
         out["failures"].append({"status": status, "verdict": verdict, "failing_pass": fpass or None,
-                                "error": error or None, "count": len(ids), "ids": sorted(ids), "rule": rule})
+                                "error": example[key] or None, "count": len(ids), "ids": sorted(ids), "rule": rule})
     any_fail = {i for ids in failing.values() for i in ids}
     for h in hypotheses:
         out["hypotheses"].append(check_rule(h["name"], h["rule"], any_fail, all_ids, params))

@@ -136,7 +136,7 @@ def test_boundaries_are_the_nearest_flips_on_each_side(tiny, config):
     recs["copy.stride-runtime"] = _rec("copy.stride-runtime", "ok", "no-tma")
     for cid in recs:
         if "bk128" in cid and "num_stages4" in cid:
-            recs[cid] = _rec(cid, "crash", "crashed", error="LLVM ERROR: x", fpass="SomePass")
+            recs[cid] = _rec(cid, "crash", "crashed", error=f"LLVM ERROR: x at line {len(cid)}", fpass="SomePass")
     res = {"triton": "3.5.0", "cases": [recs[c["id"]] for c in plan["cases"]]}
     a = answers.answer(plan, res)
     assert not schemas.problems("sweep.json", a)
