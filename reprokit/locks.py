@@ -173,6 +173,14 @@ def temp(folder: Path, stem: str, kind: str, *, is_dir: bool) -> Iterator[Temp]:
             t.discard()
 
 
+@contextmanager
+def scratch(stem: str) -> Iterator[Path]:
+    """A temporary folder under the system temp folder, named so that the next run's sweep()
+    removes it should this process be killed outright (tempfile's names are not ours to remove)."""
+    with temp(Path(tempfile.gettempdir()), f"reprokit-{stem}", "tmp", is_dir=True) as t:
+        yield t.path
+
+
 def check_writable(folder: Path, what: str) -> None:
     """FileSystemError now, not after the suite, when `folder` cannot take a file (read-only,
     no permission, not a folder)."""

@@ -10,10 +10,9 @@ moved, 3 a stack could not run.
 from __future__ import annotations
 
 import fnmatch
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-
+from reprokit import locks
 from reprokit.compare.grid import Column, Grid, compare
 from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.config import GpuProfile, Stack, stack_fields
@@ -100,7 +99,7 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
     plan = select_cases(bundle.plan, cases)
     own = stacks is None
     stacks = [bundle_stack(bundle.manifest)] if own else stacks
-    with tempfile.TemporaryDirectory(prefix="reprokit-replay-") as tmp:
+    with locks.scratch("replay") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
         write_kernels(bundle, kernels)
