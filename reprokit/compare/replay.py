@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, replace
 from pathlib import Path
+
 from reprokit import locks
 from reprokit.compare.grid import Column, Grid, compare
 from reprokit.compare.sources import ResultSet, open_result_set
