@@ -151,14 +151,18 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
             options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels)
             out = run_stacks([stack], ex, options,
                              BundleOptions.from_host(host, fleet.bundle_dir(index), parent=bundle.sha256))[0]
-        record.update(ended=utcnow(), ended_unix=time.time(), ok=out.ok,
-                      bundle=str(out.bundle) if out.bundle else None, error=out.error)
+        # A bundle whose cases failed in the harness is kept for its evidence, but the task is
+        # not done: those results are reprokit's faults, not the compiler's verdicts.
+        error = out.error or (f"cases failed in the harness: {', '.join(out.harness_errors)}"
+                              if out.harness_errors else None)
+        record.update(ended=utcnow(), ended_unix=time.time(), ok=error is None,
+                      bundle=str(out.bundle) if out.bundle else None, error=error)
     except ReprokitError as e:
         record.update(ended=utcnow(), ended_unix=time.time(), ok=False, bundle=None, error=str(e))
     state.write_json(attempt, record)
     if not record["ok"]:
         report(f"task {index} ({task.label}) failed: {record['error']}")
-        return 3
+        return 4 if record.get("bundle") else 3
     report(f"task {index} ({task.label}): {record['bundle']}")
     return 0
 
