@@ -33,6 +33,7 @@ from reprokit.compare.normalise import LEVELS, ops
 from reprokit.compare.sources import ResultSet, open_result_set
 
 FORMAT = 1
+RAW = "raw:"   # an IR level kept only as the sha256 of its raw text (condensed sweep points)
 RESOURCES = ("shared_bytes", "registers", "spill_stores", "spill_loads")
 
 
@@ -233,9 +234,15 @@ def _cell(rs: ResultSet, case: dict | None) -> Cell:
     launch = case.get("launch") or {}
     tma = case.get("tma") or {}
     ir = []
+    kept_as_hash = case.get("ir_sha256") or {}
     for lv in LEVELS:
         text = rs.normalised(case["id"], lv)
-        ir.append((lv, None if text is None else _digest(text)))
+        if text is not None:
+            ir.append((lv, _digest(text)))
+        else:
+            # A condensed sweep point keeps only the sha256 of its raw IR: "raw:" marks a level
+            # that exists but can be compared only with another raw hash.
+            ir.append((lv, f"{RAW}{kept_as_hash[lv][:16]}" if kept_as_hash.get(lv) else None))
     return Cell(present=True, status=case.get("status"), verdict=case.get("verdict"), expect=case.get("expect"),
                 met=case.get("met"), tma=tuple((lv, tma[lv]) for lv in LEVELS if lv in tma),
                 **{k: meta.get(k) for k in RESOURCES}, fits=launch.get("fits"), ir=tuple(ir),
@@ -250,6 +257,14 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _ir_comparable(a: str | None, b: str | None) -> bool:
+    """Normalised-text hashes compare with each other, raw hashes with each other, and a level
+    present against one absent always moves; a raw hash against a normalised one says nothing."""
+    if a is None or b is None:
+        return True
+    return a.startswith(RAW) == b.startswith(RAW)
+
+
 def _moved(base: Cell, cell: Cell) -> tuple:
     if base.present != cell.present:
         return ("present",)
@@ -260,7 +275,7 @@ def _moved(base: Cell, cell: Cell) -> tuple:
     out += [f"tma.{lv}" for lv in LEVELS if bt.get(lv) != ct.get(lv)]
     out += [f for f in RESOURCES if getattr(base, f) != getattr(cell, f)]
     bi, ci = dict(base.ir), dict(cell.ir)
-    out += [f"ir.{lv}" for lv in LEVELS if bi.get(lv) != ci.get(lv)]
+    out += [f"ir.{lv}" for lv in LEVELS if bi.get(lv) != ci.get(lv) and _ir_comparable(bi.get(lv), ci.get(lv))]
     # GPU facts count where both sides ran on a GPU: a compile-only replay of a GPU bundle has
     # nothing to say about them.
     for f in ("gpu_status", "correct"):

@@ -212,3 +212,17 @@ def test_reduced_gemm_configs_answer_the_shared_memory_frontier(tmp_path, stack_
     assert fr["too_big"] >= 2 and fr["largest_fitting"] <= 232448 < fr["smallest_too_big"]
     (hyp,) = td["hypotheses"]
     assert hyp["name"] == "crash-report" and hyp["tried"] == td["points"]
+
+
+def test_a_committed_sweep_bundle_replayed_on_its_own_stack_reproduces(tmp_path, stack_ready):
+    """Most points of a sweep bundle keep their IR only as hashes; the replay's full IR cannot be
+    compared with those, but statuses, verdicts, counts and the IR the bundle kept must match."""
+    stack_ready(STACK)
+    bundle = ROOT / "bundles" / "examples" / "sweeps" / f"tma-invariants-{STACK}-h100.tgz"
+    p = subprocess.run([sys.executable, "-m", "reprokit", "replay", str(bundle), "--executor", "venv",
+                        "--workers", "2", "--out", str(tmp_path), "--json"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=900)
+    out = json.loads(p.stdout)
+    moved = [(c["id"], c["cells"][1].get("moved")) for c in out["grid"]["cases"] if c["cells"][1].get("moved")]
+    assert p.returncode == 0 and out["reproduced"] and not moved, (p.stderr[-500:], moved[:5])
+    assert len(out["grid"]["cases"]) == len(open_bundle(bundle).plan["cases"])

@@ -112,3 +112,17 @@ def test_a_compile_only_column_does_not_move_gpu_facts():
     g = compare([g36, bare])
     assert g.cell("block_ptr.p0", g36.key).correct is True and g.cell("block_ptr.p0", "bare").correct is None
     assert not g.moved
+
+
+def test_an_ir_level_kept_only_as_a_raw_hash_compares_with_raw_hashes_only():
+    from reprokit.compare.grid import RAW, Cell, _moved
+
+    def cell(**ir):
+        return Cell(present=True, status="ok", verdict="tma", ir=tuple(ir.items()))
+
+    text, raw = cell(ttgir="1111"), cell(ttgir=f"{RAW}aaaa")
+    assert _moved(raw, text) == () and _moved(text, raw) == ()       # a condensed point against full IR
+    assert _moved(raw, cell(ttgir=f"{RAW}bbbb")) == ("ir.ttgir",)      # two raw hashes that differ
+    assert _moved(raw, cell(ttgir=f"{RAW}aaaa")) == ()
+    assert _moved(raw, cell(ttgir=None)) == ("ir.ttgir",)             # the level vanished: still moved
+    assert _moved(text, cell(ttgir="2222")) == ("ir.ttgir",)
