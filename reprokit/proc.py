@@ -10,6 +10,7 @@ the session. (A session, not a process group: the harness puts each case in a gr
 
 from __future__ import annotations
 
+import inspect
 import os
 import shlex
 import signal
@@ -38,6 +39,11 @@ class ProcResult:
 
 def tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def last_line(text: str) -> str:
+    """The last thing a process said (usually why it failed), for a one-line error."""
+    return (text.strip().splitlines() or ["no output"])[-1]
 
 
 def run(
@@ -92,31 +98,39 @@ def run(
     return ProcResult(tuple(argv), proc.returncode, timed_out, out or "", tail(err or ""))
 
 
-# The watcher: reads one byte from stdin. b"x": reprokit finished with the session itself. EOF:
-# reprokit died, so kill every process of the session (repeatedly, as some may be forking).
-_WATCHER = r"""
-import os, signal, sys, time
-sid = int(sys.argv[1])
-def members():
+def _session(sid: int) -> list[int]:
+    """Live processes of session `sid` (zombies are dead already)."""
     out = []
-    for p in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for p in names:
         if not p.isdigit():
             continue
         try:
-            with open("/proc/%s/stat" % p, "rb") as f:
+            with open(f"/proc/{p}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if int(fields[3]) == sid and fields[0] != b"Z":
             out.append(int(p))
     return out
+
+
+# The watcher: reads one byte from stdin. b"x": reprokit finished with the session itself. EOF:
+# reprokit died, so kill every process of the session (repeatedly, as some may be forking).
+# It runs as `python -S -c`, apart from reprokit, and finds the session's members with the same
+# _session() as kill_session().
+_WATCHER = "import os, signal, sys, time\n" + inspect.getsource(_session) + r"""
+sid = int(sys.argv[1])
 try:
     said = os.read(0, 1)
 except OSError:
     said = b""
 if not said:
     for _ in range(100):
-        ps = members()
+        ps = _session(sid)
         if not ps:
             break
         for p in ps:
@@ -156,26 +170,6 @@ class _Lifeline:
         os.close(self.fd)
         self.fd = None
         self.proc.wait()
-
-
-def _session(sid: int) -> list[int]:
-    """Live processes of session `sid` (zombies are dead already)."""
-    out = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for p in names:
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[3]) == sid and fields[0] != b"Z":
-            out.append(int(p))
-    return out
 
 
 def kill_session(sid: int) -> None:
