@@ -24,6 +24,7 @@ from reprokit.errors import FileSystemError, HarnessError, OutputExists
 from reprokit.executors import Executor, RunResult
 from reprokit.gpu import reset_locked_clocks
 from reprokit.options import Origin, RunOptions
+from reprokit.proc import last_line
 from reprokit.suite import build_plan, copy_kernels, kernels_dir
 
 
@@ -65,6 +66,20 @@ def harness_error_message(where: str, ids: list[str]) -> str:
     """What a verb says (and exits 4 on) when cases failed in the harness rather than the compiler."""
     return (f"{where}: {len(ids)} case(s) failed in the harness, not in the compiler, so they prove nothing: "
             f"{', '.join(ids)} (each case's compile.log has the traceback)")
+
+
+def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> tuple[dict | None, str | None]:
+    """(results.json, None) of a harness run that finished, or (None, why) when it did not, or
+    when it ran another Triton than the stack pins: a mislabelled bundle is worse than none."""
+    results_path = work / "results.json"
+    if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
+        how = "timed out" if run.timed_out else f"exited {run.returncode}"
+        return None, f"{stack.name}: harness {how} under {executor}: {last_line(run.log_tail)}"
+    results = json.loads(results_path.read_text())
+    if stack.name != "local" and results.get("triton") != stack.triton:
+        return None, (f"{stack.name} pins triton {stack.triton}, but the harness under {executor} ran "
+                      f"triton {results.get('triton')}")
+    return results, None
 
 
 def check_out_dir(out_dir: Path, force: bool) -> None:
@@ -125,18 +140,9 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     facts = executor.prepare(stack)
     run = executor.run_harness(stack, work, workers=options.workers, timeout_s=options.run_timeout_s,
                                gpu=options.gpu.on_gpu)
-    results_path = work / "results.json"
-    if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
-        why = "timed out" if run.timed_out else f"exited {run.returncode}"
-        last = (run.log_tail.strip().splitlines() or ["no output"])[-1]
-        failed = _keep_failed(work, out_dir)
-        raise HarnessError(f"{stack.name}: harness {why} under {executor.name}: {last} (logs in {failed})")
-    results = json.loads(results_path.read_text())
-    if stack.name != "local" and results.get("triton") != stack.triton:
-        # A mislabelled bundle is worse than none: the stack must be what really ran.
-        failed = _keep_failed(work, out_dir)
-        raise HarnessError(f"{stack.name} pins triton {stack.triton}, but the harness under {executor.name} ran "
-                           f"triton {results.get('triton')} (logs in {failed})")
+    results, why = harness_results(stack, executor.name, run, work)
+    if why:
+        raise HarnessError(f"{why} (logs in {_keep_failed(work, out_dir)})")
     return Capture(out_dir, stack, profile, executor.name, plan["mode"], facts, run, results)
 
 

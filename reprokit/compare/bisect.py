@@ -60,8 +60,8 @@ def _pip_versions(python: str) -> tuple[list[str], str]:
     r = proc.run([python, "-m", "pip", "index", "versions", "triton", "--disable-pip-version-check"], timeout=300)
     line = next((ln for ln in (r.stdout or "").splitlines() if ln.startswith("Available versions:")), None)
     if not r.ok or line is None:
-        last = (r.stderr_tail.strip().splitlines() or ["no output"])[-1]
-        raise ExecutorError(f"pip could not list the Triton releases on the package index: {last}")
+        raise ExecutorError(f"pip could not list the Triton releases on the package index: "
+                            f"{proc.last_line(r.stderr_tail)}")
     return [v.strip() for v in line.split(":", 1)[1].split(",") if _FINAL.match(v.strip())], pyver
 
 

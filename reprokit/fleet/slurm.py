@@ -59,8 +59,7 @@ def submit(script: Path, tasks: list[int], sbatch_args: list[str], out_dir: Path
     r = _run(["sbatch", "--parsable", f"--array={array}", f"--job-name={name}",
               f"--output={out_dir}/%A_%a.out", *sbatch_args, str(script)])
     if not r.ok:
-        last = (r.stderr_tail.strip().splitlines() or ["no output"])[-1]
-        raise ExecutorError(f"sbatch refused the fleet: {last}")
+        raise ExecutorError(f"sbatch refused the fleet: {proc.last_line(r.stderr_tail)}")
     # --parsable prints "jobid" or "jobid;cluster"
     job_id = r.stdout.strip().split(";")[0]
     if not job_id.isdigit():
@@ -75,7 +74,7 @@ def queued(job_ids: list[str]) -> dict[tuple[str, int], SlurmState]:
     # All of this user's jobs, filtered here: `squeue -j` fails outright on an id it has forgotten.
     r = _run(["squeue", "--me", "-h", "-r", "-o", "%F|%K|%T|%r"])
     if not r.ok:
-        raise ExecutorError(f"squeue failed: {(r.stderr_tail.strip().splitlines() or ['no output'])[-1]}")
+        raise ExecutorError(f"squeue failed: {proc.last_line(r.stderr_tail)}")
     wanted = set(job_ids)
     out = {}
     for line in r.stdout.splitlines():
@@ -98,11 +97,11 @@ def accounted(job_ids: list[str]) -> tuple[dict, dict]:
     if r.ok:
         return parse_sacct(r.stdout), {}
     if "accounting storage is disabled" not in r.stderr_tail.lower() + r.stdout.lower():
-        raise ExecutorError(f"sacct failed: {(r.stderr_tail.strip().splitlines() or ['no output'])[-1]}")
+        raise ExecutorError(f"sacct failed: {proc.last_line(r.stderr_tail)}")
     c = _run(["sacct", "-c", "-n", "-P", "-o", "JobIDRaw,State,ExitCode"])
     if not c.ok:
         raise ExecutorError("sacct has neither accounting nor job-completion data here: "
-                            f"{(c.stderr_tail.strip().splitlines() or ['no output'])[-1]}")
+                            f"{proc.last_line(c.stderr_tail)}")
     return {}, parse_completion(c.stdout)
 
 
@@ -142,4 +141,4 @@ def cancel(job_ids: list[str]) -> None:
         return
     r = _run(["scancel", *job_ids])
     if not r.ok:
-        raise ExecutorError(f"scancel failed: {(r.stderr_tail.strip().splitlines() or ['no output'])[-1]}")
+        raise ExecutorError(f"scancel failed: {proc.last_line(r.stderr_tail)}")

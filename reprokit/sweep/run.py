@@ -13,13 +13,13 @@ import dataclasses
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
+from reprokit.capture import harness_results
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import Executor
@@ -135,15 +135,9 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
             stop.set()
             if watcher:
                 watcher.join()
-        results_path = work / "results.json"
-        if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
-            why = "timed out" if run.timed_out else f"exited {run.returncode}"
-            last = (run.log_tail.strip().splitlines() or ["no output"])[-1]
-            raise HarnessError(f"{stack.name}: sweep harness {why} under {executor.name}: {last} "
-                               f"(the records so far stay in {work}; run again to resume)")
-        results = json.loads(results_path.read_text())
-        if stack.name != "local" and results.get("triton") != stack.triton:
-            raise HarnessError(f"{stack.name} pins triton {stack.triton}, but the harness ran {results.get('triton')}")
+        results, why = harness_results(stack, executor.name, run, work)
+        if why:
+            raise HarnessError(f"{why} (the records so far stay in {work}; run again to resume)")
         write_timings(work, results)
         if progress:
             progress(total, total, "bundling")
@@ -203,7 +197,7 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions) -> tuple[Path, dict]
         answers.update(answers_mod.answer(plan, canon))
         return answers_mod.boundary_ids(answers)
 
-    with tempfile.TemporaryDirectory(prefix="reprokit-sweep-") as tmp:
+    with locks.scratch("sweep") as tmp:
         cap = Path(tmp) / "capture"
         condense(work, cap, epoch=bundle.source_date_epoch, keep=keep)
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
