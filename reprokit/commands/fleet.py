@@ -10,6 +10,7 @@ from pathlib import Path
 
 from reprokit.commands._common import console, say
 from reprokit.errors import UsageError
+from reprokit.options import quiet
 
 
 def add_parser(sub) -> None:
@@ -90,7 +91,7 @@ def run_submit(args) -> int:
     profiles = [cfg.gpu(k) for k in _split(args.gpus, "gpus")]
     spec = load_fleet(args.fleet, known_profiles=tuple(cfg.gpus))
     tasks = task.plan_tasks(stacks, profiles, task.parse_shards(args.shards))
-    fleet = task.submit(args.dir, args.plan, tasks, spec, args.mode, report=say if not args.json else _quiet)
+    fleet = task.submit(args.dir, args.plan, tasks, spec, args.mode, report=say if not args.json else quiet)
     if args.json:
         print(json.dumps({"dir": str(fleet.dir), "plan_sha256": fleet.plan_sha256,
                           "jobs": [j.to_dict() for j in fleet.jobs], "tasks": [t.to_dict() for t in fleet.tasks]},
@@ -117,7 +118,7 @@ def run_collect(args) -> int:
     from reprokit.fleet.collect import collect
 
     fleet = state.load(args.dir)
-    report = _quiet if args.json else say
+    report = quiet if args.json else say
     done = collect(fleet, report=report)
     resubmitted = []
     if args.resubmit:
@@ -181,10 +182,6 @@ def run_task(args) -> int:
     if args.of_profile:
         index = profile_task(state.load(args.dir), args.of_profile, index)
     return run_one(args.dir, index, args.host, load_config(), report=say)
-
-
-def _quiet(msg: str) -> None:
-    pass
 
 
 def _print_statuses(statuses, title: str) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 from pathlib import Path
 
+from reprokit import locks
 from reprokit.bundle.reader import open_bundle
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions, Origin
@@ -54,7 +54,7 @@ def merge_shards(paths: list, bundle: BundleOptions) -> tuple[Path, dict]:
         records.append(b.results["cases"][i // count])
     plan = {**first.plan, "cases": cases, "sweep": {**first.plan["sweep"], "shard": None}}
     results = {**shards[0].results, "cases": records}
-    with tempfile.TemporaryDirectory(prefix="reprokit-merge-") as tmp:
+    with locks.scratch("merge") as tmp:
         work = Path(tmp) / "work"
         (work / "cases").mkdir(parents=True)
         for b in shards:
