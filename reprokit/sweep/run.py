@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import threading
 import time
@@ -22,6 +21,7 @@ from reprokit import locks
 from reprokit.capture import harness_results
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import HarnessError, UsageError
+from reprokit.harness import write_json
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, Origin
 from reprokit.sweep import answers as answers_mod
@@ -164,9 +164,7 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
         copy_kernels(plan, kernels_dir(), work / "kernels")
         state = {"started": int(time.time())}
         (work / STATE).write_text(json.dumps(state) + "\n")
-        tmp = work / "plan.json.tmp"
-        tmp.write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, plan_path)  # last: a folder with a plan is a complete start
+        write_json(str(plan_path), plan)  # last, whole: a folder with a plan is a complete start
     # The bundle's one time: SOURCE_DATE_EPOCH when given, else when the sweep first started.
     return bundle.source_date_epoch if bundle.source_date_epoch is not None else int(state["started"])
 
