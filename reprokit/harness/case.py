@@ -88,7 +88,8 @@ def _without_redirects(argv: list) -> list:
     return out
 
 
-def load_kernel(kernels_dir: str, file: str, function: str):
+def load_module(kernels_dir: str, file: str):
+    """The kernel file's module, executed once per process (a module that raises is not kept)."""
     path = os.path.join(kernels_dir, file)
     name = "reprokit_kernels_" + re.sub(r"\W", "_", os.path.splitext(file)[0])
     mod = sys.modules.get(name)
@@ -100,7 +101,16 @@ def load_kernel(kernels_dir: str, file: str, function: str):
         mod = types.ModuleType(name)
         mod.__file__ = path
         sys.modules[name] = mod
-        exec(code, mod.__dict__)
+        try:
+            exec(code, mod.__dict__)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return mod
+
+
+def load_kernel(kernels_dir: str, file: str, function: str):
+    mod = load_module(kernels_dir, file)
     try:
         return getattr(mod, function)
     except AttributeError:
