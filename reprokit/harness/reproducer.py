@@ -18,6 +18,7 @@ kernels/. The compile is compile-only for the plan's GPU profile, whatever the p
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import pprint
 import re
@@ -182,11 +183,22 @@ def _source_function(i: int, case: dict, form: str, kernel_source: str) -> str:
 
 def _arg_names(kernel_source: str, fn: str) -> list:
     """The kernel's parameters in order, read from its source (no Triton needed on the host)."""
+    names = _signatures(kernel_source).get(fn)
+    if names is None:
+        raise ValueError(f"the kernel source defines no function {fn!r}")
+    return list(names)
+
+
+@functools.lru_cache(maxsize=16)
+def _signatures(kernel_source: str) -> dict:
+    """Every function's parameters in one parse of the source: a sweep writes a reproducer for
+    each of its thousands of points, all from one or two kernel files."""
+    out = {}
     for node in ast.walk(ast.parse(kernel_source)):
-        if isinstance(node, ast.FunctionDef) and node.name == fn:
+        if isinstance(node, ast.FunctionDef):
             a = node.args
-            return [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
-    raise ValueError(f"the kernel source defines no function {fn!r}")
+            out.setdefault(node.name, tuple(p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]))
+    return out
 
 
 def _spec_literal(spec: dict) -> str:
