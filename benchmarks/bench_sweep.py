@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +39,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stack", default="triton-3.5-cu130")
     ap.add_argument("--rounds", type=int, default=1, help="alternating rounds (default 1)")
+    ap.add_argument("--spec", type=Path, default=SPEC, help="another grid, for a quicker look (default: %(default)s)")
     args = ap.parse_args()
     from reprokit.executors.venv import VenvExecutor
     from reprokit.options import HostEnv
@@ -47,7 +49,7 @@ def main() -> int:
     venv = VenvExecutor(host=HostEnv.from_environ(os.environ))
     venv.prepare(stack)
     python = str(venv.venv_dir(stack) / "bin" / "python")
-    spec = load_spec(SPEC)
+    spec = load_spec(args.spec)
     plan = build_sweep_plan(spec, profile, stack.pins())
     n = len(plan["cases"])
     env = {**os.environ, "REPROKIT_SASS_CACHE": "off", "PYTHONPATH": str(ROOT)}
@@ -62,26 +64,30 @@ def main() -> int:
             halves.append(p)
         bare_t, sweep_t = [], []
         for r in range(args.rounds):
-            t0 = time.perf_counter()
+            load = os.getloadavg()[0]
+            c0, t0 = _children_cpu(), time.perf_counter()
             procs = [subprocess.Popen([python, str(ROOT / "benchmarks" / "_bare_compile.py"), str(h),
                                        str(tmp / "kernels")], stdout=subprocess.PIPE, text=True, env=env)
                      for h in halves]
             outs = [json.loads(p.communicate()[0]) for p in procs]
             bare_t.append(time.perf_counter() - t0)
+            bare_cpu = _children_cpu() - c0
             compiled = sum(o["compiled"] + o["failed"] for o in outs)
             work = tmp / f"work{r}"
-            t0 = time.perf_counter()
-            p = subprocess.run([sys.executable, "-m", "reprokit", "sweep", str(SPEC), "--stacks", stack.name,
+            c0, t0 = _children_cpu(), time.perf_counter()
+            p = subprocess.run([sys.executable, "-m", "reprokit", "sweep", str(args.spec), "--stacks", stack.name,
                                 "--workers", "2", "--work", str(work), "--out", str(work / "out"), "--json"],
                                capture_output=True, text=True, cwd=ROOT, env=env)
             sweep_t.append(time.perf_counter() - t0)
+            sweep_cpu = _children_cpu() - c0
             if p.returncode != 0:
                 raise SystemExit(f"bench: the sweep failed: {p.stderr.strip().splitlines()[-1:]}")
             (outcome,) = json.loads(p.stdout)["outcomes"]
             size = Path(outcome["bundle"]).stat().st_size
-            print(f"round {r + 1}: bare {bare_t[-1]:.1f} s ({compiled} compiles in 2 processes), "
-                  f"sweep {sweep_t[-1]:.1f} s ({outcome['ran']} points, bundle {size / 1e6:.2f} MB): "
-                  f"{sweep_t[-1] / bare_t[-1]:.3f}x")
+            print(f"round {r + 1} (load {load:.2f} before, {os.getloadavg()[0]:.2f} after): "
+                  f"bare {bare_t[-1]:.1f} s, {bare_cpu:.0f} CPU s ({compiled} compiles in 2 processes), "
+                  f"sweep {sweep_t[-1]:.1f} s, {sweep_cpu:.0f} CPU s ({outcome['ran']} points, bundle "
+                  f"{size / 1e6:.2f} MB): {sweep_t[-1] / bare_t[-1]:.3f}x", flush=True)
             shutil.rmtree(work)
         ratio = statistics.median(s / b for s, b in zip(sweep_t, bare_t))
         print(f"bench-sweep: {n} points of {spec.name} on {stack.name} ({profile.arch}), 2 workers, SASS policy "
@@ -90,6 +96,12 @@ def main() -> int:
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes (and theirs) so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 if __name__ == "__main__":
