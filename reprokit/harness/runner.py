@@ -11,6 +11,7 @@ creates a compiler thread, which is what makes forking it safe.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -132,13 +133,20 @@ def die_with_parent(parent_pid: int) -> None:
     """Have the kernel SIGKILL this process when its parent dies (Linux PR_SET_PDEATHSIG), so
     that a killed runner leaves no case compiling on; exit at once if the parent is already gone."""
     try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        _libc().prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return  # not Linux: the host's session kill still applies
     if os.getppid() != parent_pid:
         os._exit(70)
+
+
+@functools.lru_cache(maxsize=None)
+def _libc():
+    """This process's C library through ctypes: loaded once in the runner (importing ctypes costs
+    a forked case about 2 ms), so every case calls prctl through the copy it inherits."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _go(job: Job) -> None:
@@ -283,6 +291,10 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     loaded = _preload_kernels(plan, kernels_dir)
     if loaded:
         log(f"kernel modules loaded before forking ({', '.join(loaded)}): {time.perf_counter() - t_load:.2f} s")
+    try:
+        _libc()
+    except OSError:
+        pass  # not Linux: die_with_parent says so in each case
     # What the runner holds now is only read by the cases: frozen, a case's garbage collections
     # skip it instead of writing to (and so copying) every page of it.
     gc.freeze()
