@@ -408,9 +408,10 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 pass
         shutil.rmtree(scratch_root, ignore_errors=True)
     judged = _judge_all(plan, records, triton.__version__)
-    # One standalone script per case (only Triton needed), in the form this release's ASTSource takes.
-    for cid, why in reproducer.write_all(plan, kernels_dir, out_dir, judged, form=compat.astsource_form(),
-                                         triton_version=triton.__version__):
+    # One standalone script per case (only Triton needed), in the form this release's ASTSource
+    # takes. A sweep's bundle keeps a few hundredths of its points: it writes theirs when it packs.
+    for cid, why in [] if resumable else reproducer.write_all(
+            plan, kernels_dir, out_dir, judged, form=compat.astsource_form(), triton_version=triton.__version__):
         log(f"{cid}: no standalone reproducer ({why})")
     results = {
         "format": FORMAT, "harness": _harness_version(), "triton": triton.__version__,

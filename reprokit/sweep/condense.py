@@ -25,7 +25,7 @@ import shutil
 import time
 from pathlib import Path
 
-from reprokit.harness import elf
+from reprokit.harness import elf, reproducer
 
 KEEP_LEVELS = ("ttir", "ttgir", "ptx", "sass")
 HASH_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -84,19 +84,19 @@ def canonical_record(rec: dict, case_dir: Path) -> dict:
     return out
 
 
-def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str) -> None:
-    """Copy a point's IR (and a failure's log and reproducer) into the capture."""
+def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None = None) -> None:
+    """Copy a point's IR (and a failure's log and reproducer) into the capture, with its
+    standalone reproducer (`script`) when it has one."""
     for level in KEEP_LEVELS:
         src = case_dir / f"kernel.{level}"
         if src.is_file():
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest / src.name)
             rec["artifacts"][level] = f"cases/{cid}/{src.name}"
-    script = case_dir / "reproducer.py"  # the standalone one (only Triton needed)
-    if script.is_file():
+    if script is not None:
         dest.mkdir(parents=True, exist_ok=True)
-        (dest / script.name).write_text(normalise(script.read_text(errors="replace")))
-        rec["artifacts"]["reproducer_py"] = f"cases/{cid}/{script.name}"
+        (dest / reproducer.FILE_NAME).write_text(normalise(script))
+        rec["artifacts"][reproducer.ARTIFACT] = f"cases/{cid}/{reproducer.FILE_NAME}"
     if rec.get("status") not in ("ok", "unsupported"):
         log = case_dir / "compile.log"
         if log.is_file():
@@ -126,13 +126,39 @@ def condense(work: Path, dest: Path, *, epoch: int, keep) -> dict:
     chosen = keep(canon)
     if (plan.get("sweep") or {}).get("shard"):
         chosen = {c["id"] for c in cases}
+    scripts = _Reproducers(plan, work / "kernels", results.get("triton"))
     for out in cases:
         if out["id"] in chosen or sampled(out["id"]):
-            keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"])
+            keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], scripts.text(out))
     env["taken"] = iso(epoch)
     for name, doc in (("results.json", canon), ("env.json", env)):
         (dest / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return canon
+
+
+class _Reproducers:
+    """The standalone reproducer of a kept point, made here from the plan, the kernels and its
+    record (the harness writes none for a sweep's points, most of which are condensed away):
+    the text the harness writes for a capture's case, in the ASTSource form of the release
+    that ran. None for a point whose kernel source has no plain definition of its function."""
+
+    def __init__(self, plan: dict, kernels: Path, triton_version: str | None):
+        self.plan, self.kernels, self.version = plan, Path(kernels), triton_version
+        self.cases = {c["id"]: c for c in plan["cases"] if c.get("language", "triton") == "triton"}
+        self.sources = {}
+
+    def text(self, rec: dict) -> str | None:
+        case = self.cases.get(rec["id"])
+        if case is None:
+            return None
+        name = case["kernel"]["file"]
+        if name not in self.sources:
+            self.sources[name] = (self.kernels / name).read_text(errors="replace")
+        try:
+            return reproducer.reproducer_source(case, self.plan, self.sources[name], result=rec,
+                                                triton_version=self.version)
+        except (ValueError, SyntaxError):
+            return None
 
 
 def executor_facts(name: str, prepare: dict, runtime: dict) -> dict:
