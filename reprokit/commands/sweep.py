@@ -75,7 +75,8 @@ def run(args) -> int:
                 tasks[key] = bar.add_task(key, total=total or None, state=state)
             bar.update(tasks[key], completed=done, total=total or None, state=state)
 
-        outcomes = run_sweep(spec, cfg, opts, bundle, executor, progress=progress)
+        # No bar, no progress: its watcher would stat every point's folder twice a second.
+        outcomes = run_sweep(spec, cfg, opts, bundle, executor, progress=None if bar.disable else progress)
     if args.json:
         print(json.dumps({"sweep": spec.name, "outcomes": [
             {"stack": o.stack, "gpu": o.gpu, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,
