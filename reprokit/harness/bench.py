@@ -1,7 +1,9 @@
-"""Timing GPU work the way a maintainer can trust: warm-up, L2 flushed before every repetition,
-contenders interleaved round by round, two timing methods (CUDA events per launch; CUDA-graph
-replays less a flush-only graph), medians with IQR outlier removal, round-to-round spread, the
-two methods' agreement, and NVML read before, during and after. Raw samples are returned.
+"""Timing GPU work the way a maintainer can trust: warm-up, L2 flushed before every launch,
+the GPU left idle between launches so the board's power cap never lowers the clocks, contenders
+interleaved round by round, three timing methods (the profiler's kernel records, CUDA events
+around the same launches, CUDA-graph replays less a flush-only graph), medians with IQR outlier
+removal, round-to-round spread, the methods' agreement, and NVML read before, during and after.
+Raw samples are returned.
 
 It mirrors tritonbench's do_bench (L2 flush, CUDA-graph timing, IQR, p50) and never changes the
 GPU's clocks or power settings: it measures the card as it finds it and says how it found it.
@@ -9,15 +11,22 @@ GPU's clocks or power settings: it measures the card as it finds it and says how
 
 from __future__ import annotations
 
+import time
+
 from reprokit.harness import nvml, stats
 
 FLUSH_BYTES = 256 << 20   # 5x the H100's 50 MB L2 (tritonbench flushes 256 MB too)
-ROUNDS = 3                # rounds per contender and method: their medians give the spread
-TARGET_MS = 150.0         # GPU time per contender per round for events
+ROUNDS = 3                # rounds per contender: their medians give the spread
+TARGET_MS = 100.0         # GPU time per contender per round
 WARMUP_MS = 300.0         # GPU time per contender before the first round
-MIN_REPS, MAX_REPS = 20, 1000
+MIN_REPS, MAX_REPS = 20, 500
 GRAPH_REPLAYS = 10
 GRAPH_TARGET_MS = 30.0    # GPU time per replay of a graph
+# After each launch the GPU idles for IDLE_FACTOR times the launch's time. Run back to back, an
+# 8192^3 fp16 GEMM holds the H100 SXM at its 700 W cap: NVML shows sw_power_cap, SM clocks swing
+# between 1245 and 1545 MHz and round medians spread 3-7%. With 3x idle the board stays under
+# 560 W, the clock at 1980 MHz and the spread at 1-2% (measured on the lab H100); 1x was not enough.
+IDLE_FACTOR = 3.0
 
 
 def _flusher(torch):
@@ -49,33 +58,56 @@ def _estimate_ms(torch, fn, flush) -> float:
         start.record()
         fn()
         end.record()
-        torch.cuda.synchronize()
+        end.synchronize()
         times.append(start.elapsed_time(end))
+        time.sleep(IDLE_FACTOR * times[-1] / 1e3)
     return sorted(times)[len(times) // 2]
 
 
-def time_events(torch, fn, flush, reps: int) -> list:
-    """One sample per launch: events recorded right before and after it, L2 flushed before each.
-    The flush also keeps the stream busy while the host queues the next launch, so a launch's
-    host overhead is not timed."""
+def _idler(torch):
+    """idle(ms): keep the GPU idle for about `ms` without the host waiting, by queueing one
+    single-thread spin kernel (torch.cuda._sleep) whose cycles are calibrated here. A spinning
+    thread draws next to no power, so the board cools off as if idle; and the stream stays
+    busy while the host queues the next launches, so no host delay is ever timed (a host-side
+    sleep let the host's launch overhead into the events: up to 30 us on an 8192^2 copy)."""
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1000)
+    s.record()
+    torch.cuda._sleep(2_000_000)
+    e.record()
+    e.synchronize()
+    cycles_per_ms = 2_000_000 / max(s.elapsed_time(e), 1e-3)
+
+    def idle(ms: float):
+        if ms > 0:
+            torch.cuda._sleep(max(1, int(ms * cycles_per_ms)))
+
+    return idle
+
+
+def time_events(torch, fn, flush, idle, reps: int, idle_ms: float) -> list:
+    """One sample per launch: events recorded right before and after it, the L2 flushed before
+    each, the GPU idle for `idle_ms` before each flush. The idle and the flush keep the stream
+    busy while the host queues the launch, so a launch's host overhead is not timed."""
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
+        idle(idle_ms)
         flush()
         starts[i].record()
         fn()
         ends[i].record()
-    torch.cuda.synchronize()
+    ends[-1].synchronize()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
 def time_graph(torch, fn, flush, inner: int, replays: int = GRAPH_REPLAYS) -> list:
     """Per-launch time from CUDA graphs: a graph of `inner` (flush, fn) pairs and one of `inner`
-    flushes alone, replayed alternately; each sample is (pair replay - median flush replay) / inner.
-    Graphs remove the host's launch gaps; the flush is captured like the kernel. What this
-    counts beyond the kernel itself: the write-back of the dirty lines it leaves in the L2, which
-    the next flush pays (seen on the H100: about +7% for a 256 MB copy whose events time agrees
-    with ncu's gpu__time_duration). Events time the kernel alone."""
+    flushes alone, replayed alternately (the GPU idle between replays as between launches); each
+    sample is (pair replay - median flush replay) / inner. Graphs remove the host's launch gaps;
+    the flush is captured like the kernel. What this counts beyond the kernel itself: the
+    write-back of the dirty lines it leaves in the L2, which the next flush pays (seen on the
+    H100: about +7% for a 256 MB copy whose profiler time agrees with ncu's gpu__time_duration)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -96,47 +128,129 @@ def time_graph(torch, fn, flush, inner: int, replays: int = GRAPH_REPLAYS) -> li
             s.record()
             g.replay()
             e.record()
-            torch.cuda.synchronize()
+            e.synchronize()
             acc.append(s.elapsed_time(e))
+            time.sleep(IDLE_FACTOR * acc[-1] / 1e3)
     flush_ms = stats.summarize(t_only)["median_ms"]
     del both, only
     return [(t - flush_ms) / inner for t in t_both]
 
 
+class _Profiler:
+    """The profiler's (CUPTI's) records of the GPU work inside the block, through torch.profiler:
+    each activity's name and its start and end on the GPU's clock (ns). These are the kernel's
+    own start and end, what Nsight Systems shows; CUDA events around a launch also count the
+    launch's start after the previous work (about 2.7 us on the H100), and ncu's
+    gpu__time_duration about 1.4 us of it. None, with the reason, when the profiler cannot run
+    (another profiler, such as ncu, holds CUPTI)."""
+
+    def __init__(self, torch):
+        self.torch, self.records, self.error, self._prof = torch, None, None, None
+
+    def __enter__(self):
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            self._prof = profile(activities=[ProfilerActivity.CUDA])
+            self._prof.__enter__()
+        except Exception as e:  # noqa: BLE001 - a missing profiler leaves the other methods
+            self._prof, self.error = None, f"{type(e).__name__}: {e}"[:300]
+        return self
+
+    def __exit__(self, *exc):
+        if self._prof is None:
+            return False
+        self.torch.cuda.synchronize()
+        self._prof.__exit__(*exc)
+        if exc[0] is not None:
+            return False
+        try:
+            cuda = self.torch.autograd.DeviceType.CUDA
+            events = self._prof.profiler.kineto_results.events()
+            self.records = sorted(((e.name(), e.start_ns(), e.end_ns()) for e in events if e.device_type() == cuda),
+                                  key=lambda r: r[1])
+        except Exception as e:  # noqa: BLE001 - torch moved its private results: events remain
+            self.records, self.error = None, f"profiler records unreadable: {type(e).__name__}: {e}"[:300]
+        if self.records is not None and not self.records:
+            self.records, self.error = None, "the profiler recorded no GPU activity (is another profiler attached?)"
+        return False
+
+
+def _names(torch, fn) -> set:
+    """The names of the GPU activities one call of `fn` makes, from the profiler."""
+    with _Profiler(torch) as p:
+        fn()
+    if p.records is None:
+        raise RuntimeError(p.error)
+    return {r[0] for r in p.records}
+
+
 def compare(contenders: dict, nvml_index: int = 0) -> dict:
-    """Time each contender (name -> zero-argument callable that launches asynchronously) by
-    both methods, interleaved round by round. Returns per contender a summary (median of all
-    event samples, per-round medians, spread, graph median, agreement), NVML around it all, and
-    `raw` (every sample, by contender, method and round). NVML is sampled (reprokit.harness.nvml)
-    from the first round to the last graph replay."""
+    """Time each contender (name -> zero-argument callable that launches asynchronously),
+    interleaved round by round, every launch timed by the profiler and by CUDA events at once,
+    then by CUDA graphs. Returns per contender a summary (the headline median: the profiler's
+    where it ran, else the events'; per-round medians and their spread; each method's summary and
+    their agreement), NVML sampled (reprokit.harness.nvml) over the rounds (`nvml`) and over the
+    graph replays (`nvml_graph`), and `raw` (every sample, by contender, method and round)."""
     import torch
 
-    flush = _flusher(torch)
+    flush, idle = _flusher(torch), _idler(torch)
     est = {name: _estimate_ms(torch, fn, flush) for name, fn in contenders.items()}
-    raw = {name: {"events": [], "graph": []} for name in contenders}
+    raw = {name: {"events": [], "profiler": [], "graph": []} for name in contenders}
+    reps = {name: int(min(MAX_REPS, max(MIN_REPS, TARGET_MS / max(est[name], 1e-3)))) for name in contenders}
+    try:  # what separates one timed launch from the next in the profiler's records
+        boundaries = _names(torch, flush) | _names(torch, lambda: idle(0.01))
+        prof_error = None
+    except RuntimeError as e:
+        boundaries, prof_error = None, str(e)
+    # NVML watches the rounds (the headline) and the graphs apart: a graph replays its launches
+    # back to back, and a big GEMM's replay alone can reach the power cap.
     with nvml.Sampler(nvml_index, 0.02) as watched:
-        for _ in range(ROUNDS):
-            for name, fn in contenders.items():
-                reps = int(min(MAX_REPS, max(MIN_REPS, TARGET_MS / max(est[name], 1e-3))))
-                raw[name]["events"].append(time_events(torch, fn, flush, reps))
+        with _Profiler(torch) as prof:
+            for _ in range(ROUNDS):
+                for name, fn in contenders.items():
+                    raw[name]["events"].append(time_events(torch, fn, flush, idle, reps[name], IDLE_FACTOR * est[name]))
+    order = [name for _ in range(ROUNDS) for name in contenders]
+    prof_error = prof_error or prof.error
+    if prof_error is None:
+        try:
+            per_launch = stats.split_launches(prof.records, boundaries, [reps[n] for n in order])
+        except ValueError as e:
+            prof_error = str(e)
+        else:
+            for name, samples in zip(order, per_launch):
+                raw[name]["profiler"].append(samples)
+    with nvml.Sampler(nvml_index, 0.02) as watched_graph:
         for name, fn in contenders.items():
             inner = int(min(200, max(5, GRAPH_TARGET_MS / max(est[name], 1e-3))))
             try:
                 raw[name]["graph"].append(time_graph(torch, fn, flush, inner))
-            except RuntimeError as e:  # a kernel that cannot be captured still has its event timing
+            except RuntimeError as e:  # a kernel that cannot be captured still has its other timings
                 raw[name]["graph_error"] = str(e).strip().splitlines()[0][:300]
-    out = {"raw": raw, "nvml": watched}
+    out = {"raw": raw, "nvml": watched, "nvml_graph": watched_graph}
     for name in contenders:
-        rounds = [stats.summarize(r) for r in raw[name]["events"]]
-        pooled = stats.summarize([x for r in raw[name]["events"] for x in r])
-        graph = stats.summarize(raw[name]["graph"][0]) if raw[name]["graph"] else None
-        out[name] = {
-            "method": "cuda-events, L2 flushed before each launch",
-            "median_ms": pooled["median_ms"], "events": pooled,
-            "round_medians_ms": [r["median_ms"] for r in rounds],
-            "spread": stats.spread([r["median_ms"] for r in rounds]),
-            "graph_median_ms": graph["median_ms"] if graph else None, "graph": graph,
-            "graph_error": raw[name].get("graph_error"),
-            "agreement": stats.agreement(pooled["median_ms"], graph["median_ms"]) if graph else None,
-        }
+        out[name] = summarize_contender(raw[name], prof_error)
     return out
+
+
+def summarize_contender(raw: dict, profiler_error=None) -> dict:
+    """One contender's summary from its raw samples (pure: the CPU tests cover it)."""
+    events = stats.summarize([x for r in raw["events"] for x in r])
+    profiler = stats.summarize([x for r in raw["profiler"] for x in r]) if raw.get("profiler") else None
+    graph = stats.summarize(raw["graph"][0]) if raw.get("graph") else None
+    headline = "profiler" if profiler else "events"
+    rounds = [stats.summarize(r)["median_ms"] for r in raw[headline]]
+    return {
+        "method": ("profiler (CUPTI kernel records)" if profiler else "cuda-events")
+                  + ", L2 flushed before each launch, GPU idle 3x the launch's time between launches",
+        "headline": headline,
+        "median_ms": (profiler or events)["median_ms"], "events": events, "profiler": profiler,
+        "profiler_error": None if profiler else (profiler_error or "no profiler samples"),
+        "round_medians_ms": rounds, "spread": stats.spread(rounds),
+        "graph_median_ms": graph["median_ms"] if graph else None, "graph": graph,
+        "graph_error": raw.get("graph_error"),
+        # The same launches timed two ways: events also count each launch's start on the GPU.
+        "agreement": stats.agreement(events["median_ms"], profiler["median_ms"]) if profiler
+        else (stats.agreement(events["median_ms"], graph["median_ms"]) if graph else None),
+        "graph_agreement": stats.agreement((profiler or events)["median_ms"], graph["median_ms"]) if graph else None,
+    }

@@ -85,6 +85,35 @@ def agreement(a: float, b: float):
     return abs(a - b) / min(a, b)
 
 
+def split_launches(records: list, boundaries: set, counts: list) -> list:
+    """The profiler's GPU records of timed launches, each after a flush, as per-launch times (ms).
+
+    `records` are (name, start_ns, end_ns) in start order; a launch is a run of records between
+    two boundaries (records named in `boundaries`: the flush, the idle spin before it), its time
+    from its first start to its last end,
+    so a call that makes several kernels (a library's GEMM and its reduction) is timed whole.
+    `counts` says how many launches each segment (contender and round, in order) made. Raises
+    ValueError when the records do not hold exactly that many launches: samples are never
+    guessed."""
+    launches, cur = [], None
+    for name, start, end in records:
+        if name in boundaries:
+            if cur:
+                launches.append(cur)
+            cur = None
+            continue
+        cur = [start, end] if cur is None else [cur[0], max(cur[1], end)]
+    if cur:
+        launches.append(cur)
+    if len(launches) != sum(counts):
+        raise ValueError(f"the profiler recorded {len(launches)} launches between flushes, not {sum(counts)}")
+    out, i = [], 0
+    for n in counts:
+        out.append([(e - s) / 1e6 for s, e in launches[i:i + n]])
+        i += n
+    return out
+
+
 def throughput(kind: str, size: dict, median_ms: float, peak: float) -> dict:
     """GB/s (copies: bytes read + written) or TFLOP/s (GEMMs: 2MNK), and the share of `peak`
     (the profile's datasheet GB/s or dense fp16 TFLOP/s)."""

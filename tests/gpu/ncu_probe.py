@@ -39,8 +39,10 @@ def main() -> int:
     if args.time:
         res = bench.compare({"kernel": bound.run})
         k = res["kernel"]
-        print(json.dumps({"median_ms": k["median_ms"], "graph_median_ms": k["graph_median_ms"],
-                          "spread": k["spread"], "agreement": k["agreement"]}))
+        print(json.dumps({"median_ms": k["median_ms"], "headline": k["headline"],
+                          "events_ms": k["events"]["median_ms"], "graph_median_ms": k["graph_median_ms"],
+                          "spread": k["spread"], "agreement": k["agreement"], "profiler_error": k["profiler_error"],
+                          "throttled": res["nvml"].get("throttled_for")}))
         return 0
     flush = bench._flusher(torch)
     for _ in range(args.launches):

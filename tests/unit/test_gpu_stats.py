@@ -55,6 +55,55 @@ def test_spread_of_round_medians_and_agreement_of_methods():
     assert stats.agreement(None, 1.0) is None
 
 
+FLUSH = "reduce_kernel<512, 1, at::native::ReduceOp<float, sum_functor>>"
+
+
+def _records(launches, flush_ns=85_000, gap_ns=3_000):
+    """Profiler records as the GPU leaves them: a flush, then each launch's kernels, in order."""
+    out, t = [], 0
+    for kernels in launches:
+        out.append((FLUSH, t, t + flush_ns))
+        t += flush_ns + gap_ns
+        for name, dur in kernels:
+            out.append((name, t, t + dur))
+            t += dur + 500
+    return out
+
+
+def test_profiler_records_split_into_launches_between_flushes():
+    recs = _records([[("copy_p0", 21_000)], [("copy_p0", 22_000)],
+                     [("nvjet_gemm", 30_000), ("splitk_reduce", 2_000)], [("nvjet_gemm", 31_000), ("splitk_reduce", 2_000)]])
+    kernel, cublas = stats.split_launches(recs, {FLUSH}, [2, 2])
+    assert kernel == pytest.approx([0.021, 0.022])
+    # a call of several kernels is timed whole: first start to last end, the gap between them included
+    assert cublas == pytest.approx([0.0325, 0.0335])
+
+
+def test_profiler_records_that_do_not_match_the_launches_are_refused():
+    recs = _records([[("copy_p0", 21_000)], [], [("copy_p0", 21_000)]])  # one launch left no record
+    with pytest.raises(ValueError, match="recorded 2 launches between flushes, not 3"):
+        stats.split_launches(recs, {FLUSH}, [3])
+    with pytest.raises(ValueError):
+        stats.split_launches(_records([[("copy_p0", 21_000)]] * 4), {FLUSH}, [2, 1])
+
+
+def test_contender_headline_is_the_profiler_where_it_ran_else_events():
+    raw = {"events": [[0.0245, 0.0247, 0.0248], [0.0246, 0.0246, 0.0249], [0.0244, 0.0247, 0.0246]],
+           "profiler": [[0.0211, 0.0210, 0.0212], [0.0211, 0.0211, 0.0213], [0.0209, 0.0211, 0.0211]],
+           "graph": [[0.0313, 0.0314]]}
+    s = bench.summarize_contender(raw)
+    assert s["headline"] == "profiler" and s["median_ms"] == pytest.approx(0.0211)
+    assert s["round_medians_ms"] == pytest.approx([0.0211, 0.0211, 0.0211]) and s["spread"] == pytest.approx(0.0)
+    assert s["agreement"] == pytest.approx((0.0246 - 0.0211) / 0.0211)  # events vs profiler, same launches
+    assert s["graph_agreement"] == pytest.approx((0.03135 - 0.0211) / 0.0211)
+    assert s["profiler_error"] is None and s["method"].startswith("profiler")
+    s = bench.summarize_contender(dict(raw, profiler=[]), "the profiler recorded no GPU activity")
+    assert s["headline"] == "events" and s["median_ms"] == pytest.approx(0.0246)
+    assert s["profiler"] is None and s["profiler_error"] == "the profiler recorded no GPU activity"
+    assert s["agreement"] == pytest.approx((0.03135 - 0.0246) / 0.0246)  # events vs graphs then
+    assert s["round_medians_ms"] == pytest.approx([0.0247, 0.0246, 0.0246])
+
+
 def test_throughput_copy_counts_read_and_write_gemm_counts_2mnk():
     c = stats.throughput("copy", {"M": 4096, "N": 4096, "elem_bytes": 2}, 0.025, 3350)
     assert c["gbs"] == pytest.approx(2 * 4096 * 4096 * 2 / 25e-6 / 1e9)
@@ -92,8 +141,10 @@ def test_every_suite_case_has_a_recipe_or_a_stated_reason_not_to_launch():
 
 
 def _gpu_record():
-    contender = {"method": "cuda-events", "median_ms": 0.03, "round_medians_ms": [0.03, 0.0301, 0.0299],
-                 "events": stats.summarize([0.03, 0.0301, 0.0299]), "spread": 0.0067,
+    contender = {"method": "profiler", "headline": "profiler", "median_ms": 0.03,
+                 "round_medians_ms": [0.03, 0.0301, 0.0299],
+                 "events": stats.summarize([0.032, 0.0331, 0.0329]), "profiler": stats.summarize([0.03, 0.0301, 0.0299]),
+                 "profiler_error": None, "graph_agreement": 0.01, "spread": 0.0067,
                  "graph_median_ms": 0.0297, "graph": stats.summarize([0.0297]), "graph_error": None,
                  "agreement": 0.01, "gbs": 2200.0, "pct_of_peak": 65.7}
     return {
@@ -126,5 +177,8 @@ def test_results_schema_takes_gpu_records_and_refuses_bad_ones():
     assert problems("results.json", _results(oor)) == []
     bad = dict(case, gpu=dict(case["gpu"], status="fast"))
     assert any("gpu" in p and "status" in p for p in problems("results.json", _results(bad)))
+    row = case["gpu"]["bench"][0]
+    bad = dict(case, gpu=dict(case["gpu"], bench=[dict(row, kernel=dict(row["kernel"], headline="fastest"))]))
+    assert any("headline" in p for p in problems("results.json", _results(bad)))
     bad = dict(case, gpu=dict(case["gpu"], required="262176"))
     assert any("required" in p for p in problems("results.json", _results(bad)))
