@@ -101,6 +101,12 @@ bench-bundle: $(VENV)/.installed
 bench-fleet: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_fleet.py --stack $(BENCH_STACK)
 
+# On a GPU host (triton >= 3.4 and torch beside reprokit): Triton TMA copy configs against
+# torch's copy at 4096^2 and 8192^2 (target: the best at least 0.90 of torch's copy).
+.PHONY: bench-gpu-copy
+bench-gpu-copy:
+	python3 benchmarks/bench_gpu_copy.py
+
 # `reprokit sweep` over 1,200 points vs bare triton.compile of them in 2 processes (target <= 1.25x).
 .PHONY: bench-sweep
 bench-sweep: $(VENV)/.installed
