@@ -113,9 +113,10 @@ def test_benchmark_agrees_with_ncu_within_3_percent(case, size, kernel):
           f"({100 * (ours['graph_median_ms'] / ncu - 1):+.1f}%), spread {ours['spread']:.4f}, "
           f"throttled {ours['throttled']}")
     assert ours["headline"] == "profiler", ours["profiler_error"]
-    # Within 3%, or 1.6 us for kernels of a few tens of us: gpu__time_duration also counts about
+    # Within 3%, or 2 us for kernels of a few tens of us: gpu__time_duration also counts about
     # 1.4 us of the launch's start that the profiler's kernel record leaves out (measured on the
-    # H100 for 21 to 195 us kernels: ncu minus profiler 1.35-1.44 us, where unthrottled).
-    assert abs(ours["median_ms"] - ncu) <= max(0.03 * ncu, 0.0016)
+    # H100: ncu minus profiler 1.2-1.5 us for the 21 and 28 us kernels, -6% and -5%; 0.6-1.9%
+    # from 93 us to 1.5 ms).
+    assert abs(ours["median_ms"] - ncu) <= max(0.03 * ncu, 0.002)
     assert ours["spread"] <= 0.02
     assert not ours["throttled"]

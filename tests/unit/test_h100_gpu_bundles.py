@@ -77,9 +77,14 @@ def test_benchmarks_carry_both_methods_nvml_and_their_raw_samples(bundle):
                 assert s["median_ms"] > 0 and s["graph_median_ms"] > 0 and len(s["round_medians_ms"]) == 3
                 assert ("gbs" if c["control"] != "gemm" else "tflops") in s and s["pct_of_peak"] > 0
                 assert [len(r) for r in run["raw"][who]["events"]] == [s["events"]["n"] // 3] * 3
+                # the profiler timed the very launches the events did, and gives the headline
+                assert s["headline"] == "profiler" and s["median_ms"] == s["profiler"]["median_ms"]
+                assert [len(r) for r in run["raw"][who]["profiler"]] == [len(r) for r in run["raw"][who]["events"]]
+                assert s["spread"] <= 0.02, (c["id"], row["size"], who)  # the GPU idles between launches
             nv = row["nvml"]
             assert nv["available"] and nv["samples"] >= 2 and nv["before"] and nv["after"]
             assert nv["throttled"] == bool(nv["throttled_for"])
+            assert row["nvml_graph"]["available"]  # graph replays are watched apart
     gemm = next(c for c in benched if c["id"] == f"{GEMM_API[version]}.gemm-128x256x64-w8-s3")
     assert [r["size"]["M"] for r in gemm["gpu"]["bench"]] == [2048, 4096, 8192]
     assert gemm["gpu"]["bench"][0]["baseline_name"] == "cublas (torch.matmul)"
@@ -90,3 +95,24 @@ def test_ir_is_kept_for_the_launched_cases(bundle):
     for c in b.results["cases"]:
         if (c.get("gpu") or {}).get("correctness") and c["family"] != "cuda_tma":
             assert {"ttgir", "ptx", "cubin", "sass"} <= set(c["artifacts"]), c["id"]
+
+
+def test_what_the_h100_answered(bundle):
+    """The README's GPU findings, held to the bundles: the best TMA GEMM within 10% of cuBLAS at
+    8192^3; torch.compile's max-autotune uses no TMA unless told to (3.6.0); 3.0.0's
+    experimental-descriptor P2 writes wrong values (the fp32-promoted block through an fp16
+    descriptor: its TTIR stores tensor<128x128xf32>)."""
+    version, b = bundle
+    cases = {c["id"]: c for c in b.results["cases"]}
+    gemm = cases[f"{GEMM_API[version]}.gemm-128x256x64-w8-s3"]["gpu"]["bench"][2]
+    assert gemm["size"]["M"] == 8192 and gemm["ratio_to_baseline"] >= 0.90
+    if version == "3.6.0":
+        assert (cases["inductor.max-autotune"]["verdict"], cases["inductor.max-autotune"]["met"]) == ("no-tma", False)
+        assert cases["inductor.max-autotune-tma"]["verdict"] == "tma"
+        assert cases["inductor.max-autotune-tma"]["inductor"]["chosen"] == ["extern_kernels.mm"]
+    else:
+        p2 = cases["experimental_descriptor.p2"]
+        assert p2["gpu"]["status"] == "wrong" and p2["gpu"]["determinism"]["deterministic"]
+        ttir = b.read_text(p2["artifacts"]["ttir"])
+        store = next(line for line in ttir.splitlines() if "tt.experimental_descriptor_store" in line)
+        assert "tensor<128x128xf32>" in store
