@@ -6,7 +6,7 @@ and judged like a Triton case; on a GPU, launched through the CUDA driver API.
 
 The launcher needs no compiler at run time: the cubin is loaded with cuModuleLoadData into the
 context torch made current, the tensor maps are encoded with cuTensorMapEncodeTiled, and the
-kernel is launched with cuLaunchKernel on torch's current stream, so CUDA events and CUDA graph
+kernel is launched with cuLaunchKernel on torch's current stream, so the profiler, CUDA events and CUDA graph
 capture time it like any other kernel. Standard library (ctypes) + torch, Python >= 3.9.
 """
 

@@ -285,8 +285,8 @@ def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
 
 def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list, cubin=None) -> list:
     """The kernel against torch's copy (copies) or cuBLAS (GEMMs), at each benchmark size, each
-    timed by CUDA events and by CUDA graphs, NVML watching; summaries returned, raw samples
-    appended to `samples`."""
+    timed by the profiler, CUDA events and CUDA graphs (reprokit.harness.bench), NVML watching;
+    summaries returned, raw samples appended to `samples`."""
     rows = []
     if recipe.kind == "copy":
         sizes = [{"M": m, "N": n, "elem_bytes": 2} for m, n in COPY_BENCH_SIZES]
