@@ -169,7 +169,8 @@ def test_timeout_kills_the_case_and_the_others_complete(captured):
     def edit(plan):
         for case in plan["cases"]:
             if "gemm" in case["id"]:
-                case["timeout_s"] = 0.3
+                # Far below this GEMM's compile (its ptxas alone runs longer); 0.3 s let it finish once
+                case["timeout_s"] = 0.05
         return plan
 
     cap = captured("triton-3.6-cu130", cases="tensor_descriptor.p0,tensor_descriptor.gemm-128x256x64-w8-s3",
@@ -177,7 +178,7 @@ def test_timeout_kills_the_case_and_the_others_complete(captured):
     cases = by_id(cap)
     g = cases["tensor_descriptor.gemm-128x256x64-w8-s3"]
     assert g["status"] == "timeout" and g["signal"] == "SIGKILL" and g["verdict"] == "timeout"
-    assert "0.3 s" in g["error"] and g["wall_s"] < 5
+    assert "0.05 s" in g["error"] and g["wall_s"] < 5
     assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
 
 
