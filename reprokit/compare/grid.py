@@ -86,8 +86,9 @@ class Cell:
     failing_pass: str | None = None
     gpu_status: str | None = None   # GPU runs: ok, out_of_resources, illegal_address, ...
     correct: bool | None = None
-    time_s: float | None = None
-    time_ratio: float | None = None
+    time_s: float | None = None      # the record's headline median (gpu.bench[0])
+    times: tuple = ()                # ((method, seconds), ...): every method the record has, headline first
+    time_ratio: float | None = None  # against the first column, by a method both records have
     moved: tuple = ()
     ops: tuple = ()            # OpDelta, where an IR level moved
 
@@ -105,6 +106,7 @@ class Cell:
         d["ir"] = dict(self.ir)
         d["moved"] = list(self.moved)
         d["ops"] = [asdict(o) for o in self.ops]
+        d["times"] = dict(self.times)
         return d
 
 
@@ -218,13 +220,23 @@ def _correct(case: dict) -> bool | None:
     return v if isinstance(v, bool) else None
 
 
-def _time_s(case: dict) -> float | None:
-    """GPU runs: the kernel's median time at the first benchmarked size (gpu.bench[0]), seconds."""
+def _times(case: dict) -> tuple:
+    """GPU runs: the kernel's median time at the first benchmarked size (gpu.bench[0]), in
+    seconds, by each method the record has, its headline first: (("profiler", s), ("events", s)).
+    Records from before the profiler timed launches have events alone (their median_ms)."""
+    def num(v):
+        return float(v) * 1e-3 if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
     for row in (case.get("gpu") or {}).get("bench") or []:
-        median = (row.get("kernel") or {}).get("median_ms")
-        if isinstance(median, (int, float)) and not isinstance(median, bool):
-            return float(median) * 1e-3
-    return None
+        k = row.get("kernel") or {}
+        if num(k.get("median_ms")) is None:
+            continue
+        found = {"profiler": num((k.get("profiler") or {}).get("median_ms")),
+                 "events": num((k.get("events") or {}).get("median_ms"))}
+        headline = k.get("headline") or "events"
+        found[headline] = num(k["median_ms"])
+        return tuple((m, found[m]) for m in [headline] + [m for m in found if m != headline] if found[m] is not None)
+    return ()
 
 
 def _cell(rs: ResultSet, case: dict | None) -> Cell:
@@ -232,6 +244,7 @@ def _cell(rs: ResultSet, case: dict | None) -> Cell:
         return Cell(present=False)
     meta = case.get("metadata") or {}
     launch = case.get("launch") or {}
+    times = _times(case)
     tma = case.get("tma") or {}
     ir = []
     kept_as_hash = case.get("ir_sha256") or {}
@@ -248,7 +261,7 @@ def _cell(rs: ResultSet, case: dict | None) -> Cell:
                 **{k: meta.get(k) for k in RESOURCES}, fits=launch.get("fits"), ir=tuple(ir),
                 error=case.get("error"), failing_pass=case.get("failing_pass"),
                 gpu_status=(case.get("gpu") or {}).get("status"), correct=_correct(case),
-                time_s=_time_s(case))
+                time_s=times[0][1] if times else None, times=times)
 
 
 def _digest(text: str) -> str:
@@ -304,9 +317,15 @@ def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str)
         # so in its status, not as every op removed.
         if f.startswith("ir.") and base.ir_at(f[3:]) is not None and cell.ir_at(f[3:]) is not None:
             deltas += op_deltas(base_rs, rs, case, f[3:])
+    # Times are compared by one method: the profiler's where both records have it, else the
+    # events' (which every GPU record has); never one record's profiler against the other's
+    # events, which also count each launch's start (about 3 us on the H100).
     ratio = None
-    if base.time_s and cell.time_s is not None:
-        ratio = round(cell.time_s / base.time_s, 4)
+    base_t = dict(base.times)
+    for method, t in sorted(cell.times, key=lambda mt: mt[0] != "profiler"):
+        if base_t.get(method):
+            ratio = round(t / base_t[method], 4)
+            break
     return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio)
 
 

@@ -126,3 +126,28 @@ def test_an_ir_level_kept_only_as_a_raw_hash_compares_with_raw_hashes_only():
     assert _moved(raw, cell(ttgir=f"{RAW}aaaa")) == ()
     assert _moved(raw, cell(ttgir=None)) == ("ir.ttgir",)             # the level vanished: still moved
     assert _moved(text, cell(ttgir="2222")) == ("ir.ttgir",)
+
+
+def test_gpu_times_are_compared_by_one_method_both_records_have():
+    from reprokit.compare.grid import _cell, _judge
+
+    def record(kernel: dict) -> dict:
+        return {"id": "host_descriptor.p0", "status": "ok",
+                "gpu": {"status": "ok", "bench": [{"size": {"M": 4096}, "kernel": kernel}]}}
+
+    class NoIR:  # records without IR: only their GPU facts matter here
+        def normalised(self, case, level):
+            return None
+
+    rs = NoIR()
+    old = _cell(rs, record({"median_ms": 0.0244, "events": {"median_ms": 0.0244}}))  # before the profiler
+    new = _cell(rs, record({"headline": "profiler", "median_ms": 0.0209, "profiler": {"median_ms": 0.0209},
+                            "events": {"median_ms": 0.0240}}))
+    assert old.times == (("events", pytest.approx(24.4e-6)),)
+    assert new.time_s == pytest.approx(20.9e-6) and dict(new.times)["events"] == pytest.approx(24.0e-6)
+    # old against new: by the events both have, not the new profiler time against old events
+    assert _judge(old, new, rs, rs, "host_descriptor.p0").time_ratio == pytest.approx(0.0240 / 0.0244, abs=1e-4)
+    faster = _cell(rs, record({"headline": "profiler", "median_ms": 0.0190, "profiler": {"median_ms": 0.0190},
+                               "events": {"median_ms": 0.0230}}))
+    assert _judge(new, faster, rs, rs, "host_descriptor.p0").time_ratio == pytest.approx(0.0190 / 0.0209, abs=1e-4)
+    assert _judge(new, _cell(rs, record({})), rs, rs, "host_descriptor.p0").time_ratio is None
