@@ -121,26 +121,44 @@ def reproducers_for(plan: dict, kernel_sources: dict, results: dict | None = Non
             for c in plan["cases"] if c.get("language", "triton") == "triton"}
 
 
+class Reproducers:
+    """The standalone reproducers of a plan's Triton cases, each made from its record: kernel
+    files are read once, when a case first needs one. `text(rec)` is None for a case that is not
+    a Triton kernel (CUDA C++ and torch.compile cases carry their own sources) and raises
+    ValueError or SyntaxError for one whose kernel source has no plain definition of its
+    function (or does not parse). The harness writes one per case of a capture; a sweep, one per
+    point its bundle keeps, when it packs."""
+
+    def __init__(self, plan: dict, kernels_dir: str, form: str | None = None, triton_version: str | None = None):
+        self.plan, self.kernels_dir, self.form, self.version = plan, kernels_dir, form, triton_version
+        self.cases = {c["id"]: c for c in plan["cases"] if c.get("language", "triton") == "triton"}
+        self.sources: dict = {}
+
+    def text(self, rec: dict) -> str | None:
+        case = self.cases.get(rec["id"])
+        if case is None:
+            return None
+        name = case["kernel"]["file"]
+        if name not in self.sources:
+            with open(os.path.join(self.kernels_dir, name), errors="replace") as f:
+                self.sources[name] = f.read()
+        return reproducer_source(case, self.plan, self.sources[name], result=rec, form=self.form,
+                                 triton_version=self.version)
+
+
 def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: str | None = None,
               triton_version: str | None = None) -> list:
     """Write cases/<id>/reproducer.py for every judged case (`results`: the records that go
     into results.json), and name it in the record's artifacts. A case whose kernel source has
     no plain definition of its function (or does not parse) gets none: returns [(id, why)]."""
-    texts, skipped = {}, []
-    triton_cases = [c for c in plan["cases"] if c.get("language", "triton") == "triton"]
-    for name in sorted({c["kernel"]["file"] for c in triton_cases}):
-        with open(os.path.join(kernels_dir, name), errors="replace") as f:
-            texts[name] = f.read()
-    cases = {c["id"]: c for c in triton_cases}
+    scripts, skipped = Reproducers(plan, kernels_dir, form, triton_version), []
     for rec in results:
-        case = cases.get(rec["id"])
-        if case is None:  # CUDA C++ and torch.compile cases carry their own sources
-            continue
         try:
-            text = reproducer_source(case, plan, texts[case["kernel"]["file"]], result=rec, form=form,
-                                     triton_version=triton_version)
+            text = scripts.text(rec)
         except (ValueError, SyntaxError) as e:
             skipped.append((rec["id"], f"{type(e).__name__}: {e}"))
+            continue
+        if text is None:
             continue
         rel = f"cases/{rec['id']}/{FILE_NAME}"
         os.makedirs(os.path.join(out_dir, "cases", rec["id"]), exist_ok=True)

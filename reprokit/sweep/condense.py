@@ -126,39 +126,25 @@ def condense(work: Path, dest: Path, *, epoch: int, keep) -> dict:
     chosen = keep(canon)
     if (plan.get("sweep") or {}).get("shard"):
         chosen = {c["id"] for c in cases}
-    scripts = _Reproducers(plan, work / "kernels", results.get("triton"))
+    # The harness writes no reproducer for a sweep's points, most of which are condensed away:
+    # a kept point's is made here, in the ASTSource form of the release that ran.
+    scripts = reproducer.Reproducers(plan, str(work / "kernels"), triton_version=results.get("triton"))
     for out in cases:
         if out["id"] in chosen or sampled(out["id"]):
-            keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], scripts.text(out))
+            keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], _script(scripts, out))
     env["taken"] = iso(epoch)
     for name, doc in (("results.json", canon), ("env.json", env)):
         (dest / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return canon
 
 
-class _Reproducers:
-    """The standalone reproducer of a kept point, made here from the plan, the kernels and its
-    record (the harness writes none for a sweep's points, most of which are condensed away):
-    the text the harness writes for a capture's case, in the ASTSource form of the release
-    that ran. None for a point whose kernel source has no plain definition of its function."""
-
-    def __init__(self, plan: dict, kernels: Path, triton_version: str | None):
-        self.plan, self.kernels, self.version = plan, Path(kernels), triton_version
-        self.cases = {c["id"]: c for c in plan["cases"] if c.get("language", "triton") == "triton"}
-        self.sources = {}
-
-    def text(self, rec: dict) -> str | None:
-        case = self.cases.get(rec["id"])
-        if case is None:
-            return None
-        name = case["kernel"]["file"]
-        if name not in self.sources:
-            self.sources[name] = (self.kernels / name).read_text(errors="replace")
-        try:
-            return reproducer.reproducer_source(case, self.plan, self.sources[name], result=rec,
-                                                triton_version=self.version)
-        except (ValueError, SyntaxError):
-            return None
+def _script(scripts, rec: dict) -> str | None:
+    """A kept point's standalone reproducer; None where its kernel source has no plain definition
+    of its function."""
+    try:
+        return scripts.text(rec)
+    except (ValueError, SyntaxError):
+        return None
 
 
 def executor_facts(name: str, prepare: dict, runtime: dict) -> dict:
