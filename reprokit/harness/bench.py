@@ -22,10 +22,10 @@ WARMUP_MS = 300.0         # GPU time per contender before the first round
 MIN_REPS, MAX_REPS = 20, 500
 GRAPH_REPLAYS = 10
 GRAPH_TARGET_MS = 30.0    # GPU time per replay of a graph
-# After each launch the GPU idles for IDLE_FACTOR times the launch's time. Run back to back, an
+# Between launches the GPU idles for IDLE_FACTOR times the launch's time. Run back to back, an
 # 8192^3 fp16 GEMM holds the H100 SXM at its 700 W cap: NVML shows sw_power_cap, SM clocks swing
-# between 1245 and 1545 MHz and round medians spread 3-7%. With 3x idle the board stays under
-# 560 W, the clock at 1980 MHz and the spread at 1-2% (measured on the lab H100); 1x was not enough.
+# between 1245 and 1545 MHz and round medians spread 3-7%. With 3x idle the SM clock stayed at
+# 1980 MHz and round medians spread 0.03-0.5% (measured on the lab H100); 1x was not enough.
 IDLE_FACTOR = 3.0
 
 
@@ -140,8 +140,8 @@ class _Profiler:
     """The profiler's (CUPTI's) records of the GPU work inside the block, through torch.profiler:
     each activity's name and its start and end on the GPU's clock (ns). These are the kernel's
     own start and end, what Nsight Systems shows; CUDA events around a launch also count the
-    launch's start after the previous work (about 2.7 us on the H100), and ncu's
-    gpu__time_duration about 1.4 us of it. None, with the reason, when the profiler cannot run
+    launch's start after the previous work (3.1-3.5 us on the H100), and ncu's
+    gpu__time_duration 1.2-1.5 us of it. None, with the reason, when the profiler cannot run
     (another profiler, such as ncu, holds CUPTI)."""
 
     def __init__(self, torch):
@@ -242,7 +242,7 @@ def summarize_contender(raw: dict, profiler_error=None) -> dict:
     rounds = [stats.summarize(r)["median_ms"] for r in raw[headline]]
     return {
         "method": ("profiler (CUPTI kernel records)" if profiler else "cuda-events")
-                  + ", L2 flushed before each launch, GPU idle 3x the launch's time between launches",
+                  + f", L2 flushed before each launch, GPU idle {IDLE_FACTOR:g}x the launch's time between launches",
         "headline": headline,
         "median_ms": (profiler or events)["median_ms"], "events": events, "profiler": profiler,
         "profiler_error": None if profiler else (profiler_error or "no profiler samples"),
