@@ -109,39 +109,37 @@ def _rejections(case: dict, version: str | None):
             if oracle.version_in(version, r.get("triton", ""))]
 
 
-def reproducers_for(plan: dict, kernel_sources: dict, results: dict | None = None) -> dict:
-    """case id -> reproducer text, for every Triton case of a bundle: its plan.json, its kernels/ texts
-    by file name, and its results.json when there is one (recorded verdicts, and the Triton
-    version that really ran, which picks the ASTSource form). For bundles made before the
-    harness wrote reproducers, and for reports."""
-    recorded = {c["id"]: c for c in (results or {}).get("cases", [])}
-    version = (results or {}).get("triton")
-    return {c["id"]: reproducer_source(c, plan, kernel_sources[c["kernel"]["file"]], result=recorded.get(c["id"]),
-                                       triton_version=version)
-            for c in plan["cases"] if c.get("language", "triton") == "triton"}
-
-
 class Reproducers:
-    """The standalone reproducers of a plan's Triton cases, each made from its record: kernel
-    files are read once, when a case first needs one. `text(rec)` is None for a case that is not
-    a Triton kernel (CUDA C++ and torch.compile cases carry their own sources) and raises
-    ValueError or SyntaxError for one whose kernel source has no plain definition of its
-    function (or does not parse). The harness writes one per case of a capture; a sweep, one per
-    point its bundle keeps, when it packs."""
+    """The standalone reproducers of a plan's Triton cases, each made from its record.
 
-    def __init__(self, plan: dict, kernels_dir: str, form: str | None = None, triton_version: str | None = None):
-        self.plan, self.kernels_dir, self.form, self.version = plan, kernels_dir, form, triton_version
+    `read(name)` gives the text of kernels/<name> (from a folder, or from a bundle), read once,
+    when a case first needs it. `text(case_id, rec)` is None for a case that is not a Triton
+    kernel (CUDA C++ and torch.compile cases carry their own sources) and raises ValueError or
+    SyntaxError for one whose kernel source has no plain definition of its function (or does not
+    parse). The harness writes one per case of a capture; a sweep, one per point its bundle
+    keeps, when it packs; a report makes one for a bundle from before reproducers existed."""
+
+    def __init__(self, plan: dict, read, form: str | None = None, triton_version: str | None = None):
+        self.plan, self.read, self.form, self.version = plan, read, form, triton_version
         self.cases = {c["id"]: c for c in plan["cases"] if c.get("language", "triton") == "triton"}
         self.sources: dict = {}
 
-    def text(self, rec: dict) -> str | None:
-        case = self.cases.get(rec["id"])
+    @classmethod
+    def from_dir(cls, plan: dict, kernels_dir: str, **kw) -> "Reproducers":
+        def read(name: str) -> str:
+            with open(os.path.join(kernels_dir, name), errors="replace") as f:
+                return f.read()
+
+        return cls(plan, read, **kw)
+
+    def text(self, case_id: str, rec: dict | None = None) -> str | None:
+        """The reproducer of case `case_id`, judged against its record `rec` when it has one."""
+        case = self.cases.get(case_id)
         if case is None:
             return None
         name = case["kernel"]["file"]
         if name not in self.sources:
-            with open(os.path.join(self.kernels_dir, name), errors="replace") as f:
-                self.sources[name] = f.read()
+            self.sources[name] = self.read(name)
         return reproducer_source(case, self.plan, self.sources[name], result=rec, form=self.form,
                                  triton_version=self.version)
 
@@ -151,10 +149,10 @@ def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: s
     """Write cases/<id>/reproducer.py for every judged case (`results`: the records that go
     into results.json), and name it in the record's artifacts. A case whose kernel source has
     no plain definition of its function (or does not parse) gets none: returns [(id, why)]."""
-    scripts, skipped = Reproducers(plan, kernels_dir, form, triton_version), []
+    scripts, skipped = Reproducers.from_dir(plan, kernels_dir, form=form, triton_version=triton_version), []
     for rec in results:
         try:
-            text = scripts.text(rec)
+            text = scripts.text(rec["id"], rec)
         except (ValueError, SyntaxError) as e:
             skipped.append((rec["id"], f"{type(e).__name__}: {e}"))
             continue

@@ -101,14 +101,16 @@ def standalone(bundle, case_id: str) -> Standalone | None:
         return Standalone(bundle.read_text(rel), "bundle", rel)
     case = next((c for c in bundle.plan.get("cases", []) if c["id"] == case_id), None)
     kernel = f"kernels/{((case or {}).get('kernel') or {}).get('file')}"
-    if case is None or case.get("language", "python") != "python" or kernel not in bundle.data:
-        return None     # a CUDA C++ case is rebuilt from kernels/ by replay, not by a Python script
+    if case is None or kernel not in bundle.data:
+        return None
+    scripts = reproducer.Reproducers(bundle.plan, lambda name: bundle.read_text(f"kernels/{name}"),
+                                     triton_version=bundle.results.get("triton"))
     try:
-        text = reproducer.reproducer_source(case, bundle.plan, bundle.read_text(kernel), result=rec or None,
-                                            triton_version=bundle.results.get("triton"))
+        # None for a CUDA C++ case: replay rebuilds it from kernels/, not a Python script
+        text = scripts.text(case_id, rec or None)
     except (ValueError, SyntaxError):
         return None
-    return Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}")
+    return None if text is None else Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}")
 
 
 def build(paths: Sequence[Path], *, mixed_profiles: bool = False) -> Report:

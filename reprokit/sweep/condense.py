@@ -128,7 +128,7 @@ def condense(work: Path, dest: Path, *, epoch: int, keep) -> dict:
         chosen = {c["id"] for c in cases}
     # The harness writes no reproducer for a sweep's points, most of which are condensed away:
     # a kept point's is made here, in the ASTSource form of the release that ran.
-    scripts = reproducer.Reproducers(plan, str(work / "kernels"), triton_version=results.get("triton"))
+    scripts = reproducer.Reproducers.from_dir(plan, str(work / "kernels"), triton_version=results.get("triton"))
     for out in cases:
         if out["id"] in chosen or sampled(out["id"]):
             keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], _script(scripts, out))
@@ -142,7 +142,7 @@ def _script(scripts, rec: dict) -> str | None:
     """A kept point's standalone reproducer; None where its kernel source has no plain definition
     of its function."""
     try:
-        return scripts.text(rec)
+        return scripts.text(rec["id"], rec)
     except (ValueError, SyntaxError):
         return None
 

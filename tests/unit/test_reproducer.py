@@ -11,7 +11,7 @@ import pytest
 
 from reprokit.config import load_config
 from reprokit.harness import oracle
-from reprokit.harness.reproducer import form_for_version, reproducer_source, reproducers_for
+from reprokit.harness.reproducer import Reproducers, form_for_version, reproducer_source
 from reprokit.suite import build_plan
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -129,8 +129,11 @@ def test_an_older_bundle_gets_one_per_case_from_its_plan_and_kernels():
     (path,) = sorted((GOLDEN / "h100-triton-3.0.0").glob("*.tgz"))
     b = open_bundle(path)
     assert not [m for m in b.members if m.endswith("reproducer.py")]  # made before reproducers existed
-    kernels = {name: b.read_text(f"kernels/{name}") for name in {c["kernel"]["file"] for c in b.plan["cases"]}}
-    scripts = reproducers_for(b.plan, kernels, b.results)
+    from reprokit.report.model import standalone
+
+    made = {c["id"]: standalone(b, c["id"]) for c in b.plan["cases"]}
+    assert all(m is not None and m.source == "made" for m in made.values())
+    scripts = {cid: m.text for cid, m in made.items()}
     assert sorted(scripts) == sorted(c["id"] for c in b.plan["cases"])
     text = scripts["experimental_descriptor.p0"]
     assert "AttrsDescriptor(divisible_by_16=" in text  # 3.0's form, from the Triton that ran
@@ -145,4 +148,5 @@ def test_cases_that_are_not_triton_kernels_get_none(plan):
         reproducer_source(cuda, plan, "__global__ void k() {}")
     mixed = {**plan, "cases": [*plan["cases"][:1], cuda]}
     kernels = {plan["cases"][0]["kernel"]["file"]: (KERNELS / plan["cases"][0]["kernel"]["file"]).read_text()}
-    assert list(reproducers_for(mixed, kernels)) == [plan["cases"][0]["id"]]
+    scripts = Reproducers(mixed, kernels.__getitem__)
+    assert scripts.text("cuda_tma.p0") is None and scripts.text(plan["cases"][0]["id"]) is not None
