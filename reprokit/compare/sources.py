@@ -57,15 +57,6 @@ class ResultSet:
     def parent(self) -> str | None:
         return self.manifest.get("parent")
 
-    def ir_text(self, case_id: str, level: str) -> str | None:
-        """The raw IR of one case at one level, or None when the case produced none."""
-        case = self.case(case_id)
-        rel = ((case or {}).get("artifacts") or {}).get(level)
-        if not rel:
-            return None
-        data = self._read(rel)
-        return None if data is None else data.decode("utf-8", "replace")
-
     def normalised(self, case_id: str, level: str) -> str | None:
         k = (case_id, level)
         if k not in self._norm:
