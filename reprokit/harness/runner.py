@@ -163,11 +163,17 @@ def _call_off(job: Job) -> None:
     """A prepared case that will not run: closing `go` unsent ends it without a record."""
     os.close(job.go)
     os.close(job.wake)
+    _kill_group(job.pid)  # it may still be loading its kernel module
+
+
+def _kill_group(pid: int, reap: bool = True):
+    """SIGKILL a child's process group (it may be gone already); reap it and return its wait
+    status unless `reap` is False."""
     try:
-        os.killpg(job.pid, signal.SIGKILL)  # it may still be loading its kernel module
+        os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    os.waitpid(job.pid, 0)
+    return os.waitpid(pid, 0)[1] if reap else None
 
 
 def _read_log(case_dir: str) -> str:
@@ -369,11 +375,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 if job.wake in ready:
                     status = None  # reaped below, once the next case has started
                 elif now - job.started > job.timeout_s:
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    _, status = os.waitpid(pid, 0)
+                    status = _kill_group(pid)
                     timed_out = True
                 else:
                     continue
@@ -402,10 +404,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         if staged is not None:
             _call_off(staged)
         for pid in running:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(pid, reap=False)
         shutil.rmtree(scratch_root, ignore_errors=True)
     judged = _judge_all(plan, records, triton.__version__)
     # One standalone script per case (only Triton needed), in the form this release's ASTSource
@@ -465,11 +464,7 @@ def _loads_cleanly(kernels_dir: str, file: str, timeout_s: float) -> bool:
         if done:
             return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         if time.perf_counter() > deadline:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
+            _kill_group(pid)
             return False
         time.sleep(0.005)
 
