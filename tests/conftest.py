@@ -93,3 +93,11 @@ def by_id(cap) -> dict:
 @pytest.fixture
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[1]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Generated suites' counts (tests.helpers.counts), printed even under -q."""
+    from tests.helpers import counts
+
+    for line in counts.lines():
+        terminalreporter.write_line(line)

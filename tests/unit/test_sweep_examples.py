@@ -1,5 +1,5 @@
 """The committed sweep bundles (bundles/examples/sweeps/): they verify, their answers follow the
-schema, and they hold the boundaries the README states (established by hand on 3.0, 3.5, 3.9)."""
+schema, and they hold the boundaries docs/findings.md states (established by hand on 3.0, 3.5, 3.9)."""
 
 from __future__ import annotations
 
