@@ -15,7 +15,7 @@ t0 = time.perf_counter()
 import triton  # noqa: E402
 
 from reprokit.harness import compat  # noqa: E402
-from reprokit.harness.case import load_kernel  # noqa: E402
+from reprokit.harness.toolbox import load_kernel  # noqa: E402
 
 
 def _triton_key():

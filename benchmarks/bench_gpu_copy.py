@@ -38,7 +38,7 @@ def _kernels():
     import triton
     import triton.language as tl
 
-    from reprokit.harness.case import load_kernel
+    from reprokit.harness.toolbox import load_kernel
 
     tiled = load_kernel(str(ROOT / "kernels"), "copy_host_descriptor.py", "copy_p0")
 

@@ -6,16 +6,15 @@ comparing version numbers, so releases we have not seen keep working where their
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib
 import inspect
 import os
-import re
-import subprocess
 
 import triton
 import triton.language as tl
+
+from reprokit.harness import cudacpp
+from reprokit.harness.toolbox import DISASSEMBLERS, file_digest, tool_path, tool_version
 
 VERSION = triton.__version__
 
@@ -28,8 +27,6 @@ def missing_requirement(requires: list) -> str | None:
     """
     for req in requires or []:
         if req == "tool:nvcc":
-            from reprokit.harness import cudacpp
-
             why = cudacpp.missing_nvcc()
             if why:
                 return why
@@ -138,44 +135,6 @@ def compile_options(num_warps: int, num_stages: int) -> dict:
     return {"num_warps": num_warps, "num_stages": num_stages}
 
 
-# --- the NVIDIA tools shipped in the wheel ----------------------------------------------
-
-# What turns a cubin into SASS, in order of preference, with its arguments.
-DISASSEMBLERS = (("cuobjdump", ("-sass",)), ("nvdisasm", ("-c",)))
-
-def nvidia_bin_dir() -> str:
-    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-
-
-def tool_path(name: str) -> str | None:
-    """The tool this Triton would run: its env override, else the wheel's copy, else PATH."""
-    env = os.environ.get(f"TRITON_{name.upper().replace('-', '_')}_PATH")
-    if env and os.access(env, os.X_OK):
-        return env
-    p = os.path.join(nvidia_bin_dir(), name)
-    if os.access(p, os.X_OK):
-        return p
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        q = os.path.join(d, name)
-        if os.access(q, os.X_OK):
-            return q
-    return None
-
-
-_VERSION_RE = re.compile(r"(?:release \S+, )?V(\d+\.\d+\.\d+)")
-
-
-def tool_version(path: str | None) -> str | None:
-    if not path:
-        return None
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = _VERSION_RE.search(out)
-    return m.group(1) if m else (out.strip().splitlines()[-1] if out.strip() else None)
-
-
 def warm_up(capability: int) -> list:
     """Do once, before the runner forks, the set-up that every first compile in a process repeats.
 
@@ -216,16 +175,3 @@ def warm_up(capability: int) -> list:
         llvm.init_targets()
         warmed.append("LLVM targets")
     return warmed
-
-
-@functools.lru_cache(maxsize=None)
-def file_digest(path: str) -> str:
-    """sha256 of a tool's bytes (cached per process, and warmed before the fork)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-tool_version = functools.lru_cache(maxsize=None)(tool_version)

@@ -19,7 +19,8 @@ import subprocess
 import sys
 import time
 
-from reprokit.harness import oracle
+from reprokit.harness import elf, oracle
+from reprokit.harness.toolbox import add_sass, tool_version
 
 NVCC_TIMEOUT_S = 300
 # cuda.h's enums (CUtensorMapDataType, ...): the values this launcher uses.
@@ -60,8 +61,6 @@ def _run(argv: list, cwd: str) -> subprocess.CompletedProcess:
 def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dict:
     """Build one CUDA C++ case: PTX and cubin with nvcc, SASS with the stack's disassembler, the
     oracle's counts; the record has the shape of a Triton case's (status, artifacts, tma, nvcc)."""
-    from reprokit.harness import case as case_mod, compat  # they import triton: only where a case runs
-
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
     nvcc = find_nvcc()
     capability = plan["profile"]["capability"]
@@ -90,11 +89,11 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
             with open(out) as f:
                 texts["ptx"] = f.read()
     rec["compile_s"] = round(time.perf_counter() - t0, 4)
-    rec["nvcc"] = {"path": nvcc, "version": compat.tool_version(nvcc), "runs": runs}
+    rec["nvcc"] = {"path": nvcc, "version": tool_version(nvcc), "runs": runs}
     if rec["status"] != "ok":
         return rec
     if plan.get("sass", True):
-        case_mod.add_sass(rec, case_dir, texts)
+        add_sass(rec, case_dir, texts)
     rec["tma"], rec["tma_ops"] = oracle.scan_all(texts)
     shared = _static_shared_bytes(os.path.join(case_dir, "kernel.cubin"), case["kernel"]["function"])
     limit = plan["profile"]["smem_per_block"]
@@ -106,8 +105,6 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
 
 def _static_shared_bytes(cubin_path: str, function: str) -> int:
     """The kernel's static shared memory: the size of its .nv.shared.<function> section."""
-    from reprokit.harness import elf
-
     with open(cubin_path, "rb") as f:
         data = f.read()
     name = b".nv.shared." + function.encode()

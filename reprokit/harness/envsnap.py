@@ -11,7 +11,8 @@ import socket
 import sys
 import time
 
-from reprokit.harness import FORMAT, compat, elf, nvml, redact
+from reprokit.harness import FORMAT, elf, nvml, redact
+from reprokit.harness.toolbox import tool_path, tool_version
 
 ENV_PREFIXES = ("TRITON_", "MLIR_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "NCCL_")
 ENV_NAMES = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH", "SOURCE_DATE_EPOCH")
@@ -70,9 +71,9 @@ def _package(name: str):
 def _tools() -> dict:
     out = {}
     for name in ("ptxas", "ptxas-blackwell", "cuobjdump", "nvdisasm"):
-        path = compat.tool_path(name)
+        path = tool_path(name)
         if path or name != "ptxas-blackwell":
-            out[name] = {"path": path, "version": compat.tool_version(path)}
+            out[name] = {"path": path, "version": tool_version(path)}
     return out
 
 

@@ -26,6 +26,7 @@ import sys
 import time
 
 from reprokit.harness import oracle
+from reprokit.harness.toolbox import disassemble, load_kernel
 
 MODE = "max-autotune"
 # Inductor settings that decide whether its GEMM templates use TMA, and how it autotunes.
@@ -218,9 +219,7 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
     a = torch.randn((m, k), device="cuda", dtype=torch.float16)
     b = torch.randn((k, n), device="cuda", dtype=torch.float16)
 
-    from reprokit.harness import case as case_mod
-
-    mm = case_mod.load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
+    mm = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
     # mode= for the claim as users make it; options= (the mode's own plus the case's) otherwise,
     # since torch.compile takes one or the other.
     fn = torch.compile(mm, mode=MODE) if not extra else torch.compile(mm, options=options)
@@ -264,8 +263,6 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
 
 def _keep_kernels(case_dir: str, code: str, caches: list, chosen_names: list, plan: dict) -> list:
     """Copy every compiled kernel's IR and source into the case folder, count its TMA ops."""
-    from reprokit.harness import case as case_mod
-
     defined = {k["name"]: k for k in wrapper_kernels(code)}
     by_path = {k["path"]: k for k in defined.values() if k["path"]}
     out = []
@@ -282,7 +279,7 @@ def _keep_kernels(case_dir: str, code: str, caches: list, chosen_names: list, pl
                     with open(k["files"][lv], errors="replace") as f:
                         texts[lv] = f.read()
         if plan.get("sass", True) and "cubin" in ir:
-            sass, _, _ = case_mod.disassemble(os.path.join(case_dir, ir["cubin"]))
+            sass, _, _ = disassemble(os.path.join(case_dir, ir["cubin"]))
             if sass is not None:
                 with open(os.path.join(case_dir, dest, "kernel.sass"), "w") as f:
                     f.write(sass)

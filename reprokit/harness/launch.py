@@ -19,7 +19,8 @@ import os
 import traceback
 from dataclasses import dataclass
 
-from reprokit.harness import bench, nvml, stats
+from reprokit.harness import bench, cudacpp, nvml, stats
+from reprokit.harness.toolbox import cubin_digest, load_kernel
 
 POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or of a GEMM
 DETERMINISM_RUNS = 5
@@ -118,8 +119,6 @@ class Bound:
     def _bind(self, torch, triton, how: str, cx: dict) -> tuple:
         BM, BN, BK = cx.get("BM", 128), cx.get("BN", 128), cx.get("BK", 64)
         if how == "cuda":
-            from reprokit.harness import cudacpp
-
             self.fn = cudacpp.TmaCopy(self.cubin, BM, BN, self.case["kernel"]["function"])
             return (self.src, self.out)
         if how == "ptr_mn":
@@ -224,8 +223,6 @@ def check_size(case: dict, recipe: Recipe, problem: dict) -> dict:
 def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubin_digest) -> dict:
     """Everything a case does on the GPU; the dict goes under the record's `gpu` key. Benchmark
     samples go to `bench.json` beside the case's IR (the record holds their summaries)."""
-    from reprokit.harness.case import cubin_digest, load_kernel
-
     recipe, why = recipe_for(case)
     if recipe is None:
         return {"status": "not_launched", "reason": why}

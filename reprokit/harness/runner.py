@@ -25,6 +25,7 @@ import time
 from datetime import datetime, timezone
 
 from reprokit.harness import FORMAT, case as case_mod, compat, oracle, reproducer, rows, write_json
+from reprokit.harness.toolbox import load_module
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
 _PASS_RES = (
@@ -454,7 +455,7 @@ def _loads_cleanly(kernels_dir: str, file: str, timeout_s: float) -> bool:
             fd = os.open(os.devnull, os.O_WRONLY)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
-            case_mod.load_module(kernels_dir, file)
+            load_module(kernels_dir, file)
             code = 0
         finally:
             os._exit(code)
@@ -471,7 +472,7 @@ def _loads_cleanly(kernels_dir: str, file: str, timeout_s: float) -> bool:
 
 def _load_here(kernels_dir: str, file: str) -> bool:
     try:
-        case_mod.load_module(kernels_dir, file)
+        load_module(kernels_dir, file)
     except Exception:  # noqa: BLE001 - it loaded in the probe; should it not here, each case loads (and reports) it
         return False
     return True

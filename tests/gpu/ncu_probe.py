@@ -26,7 +26,7 @@ def main() -> int:
 
     from reprokit.config import load_config
     from reprokit.harness import bench, launch
-    from reprokit.harness.case import load_kernel
+    from reprokit.harness.toolbox import load_kernel
     from reprokit.suite import build_plan
 
     case = build_plan(load_config().gpu("h100"), {"name": "local"}, only=args.case)["cases"][0]

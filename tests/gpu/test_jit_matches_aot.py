@@ -12,7 +12,7 @@ pytest.importorskip("triton", reason="the GPU tier needs triton and torch beside
 pytest.importorskip("torch", reason="the GPU tier needs triton and torch beside reprokit")
 
 from reprokit.harness import compat, oracle  # noqa: E402  (imports triton)
-from reprokit.harness.case import disassemble, load_kernel  # noqa: E402
+from reprokit.harness.toolbox import disassemble, load_kernel  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 KERNELS = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")

@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent('''
     os.environ["TRITON_CACHE_DIR"] = cache
     import triton
     from reprokit.harness import compat, inductor
-    from reprokit.harness.case import load_kernel
+    from reprokit.harness.toolbox import load_kernel
     src = open("kernels/copy_tensor_descriptor.py").read()
     paths = []
     for i, name in enumerate(("copy_p0", "copy_p0")):  # two candidates, as autotuning compiles

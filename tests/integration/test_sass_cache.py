@@ -89,15 +89,15 @@ def test_the_key_names_the_disassembler_bytes(stack_ready, tmp_path):
     python = VenvExecutor(host=host()).prepare(stack)["python"]
     script = (
         "import shutil, sys\n"
-        "from reprokit.harness import case, compat\n"
-        "tool = compat.tool_path('cuobjdump')\n"
+        "from reprokit.harness import toolbox\n"
+        "tool = toolbox.tool_path('cuobjdump')\n"
         "copy = sys.argv[1]\n"
         "shutil.copy(tool, copy)\n"
         "cubin = open(sys.argv[2], 'rb').read()\n"
-        "a = case._sass_key(tool, ['-sass'], cubin)\n"
+        "a = toolbox._sass_key(tool, ['-sass'], cubin)\n"
         "with open(copy, 'ab') as f: f.write(b'\\0')\n"
-        "b = case._sass_key(copy, ['-sass'], cubin)\n"
-        "c = case._sass_key(tool, ['-sass', '-g'], cubin)\n"
+        "b = toolbox._sass_key(copy, ['-sass'], cubin)\n"
+        "c = toolbox._sass_key(tool, ['-sass', '-g'], cubin)\n"
         "print(len({a, b, c}))\n"
     )
     from pathlib import Path
