@@ -32,7 +32,8 @@ def add_parser(sub) -> None:
                    help="refuse any file over N bytes (default $REPROKIT_MAX_MEMBER_BYTES or 512M)")
     p.add_argument("--allowed-signers", type=Path, default=None, metavar="FILE",
                    help="also require BUNDLE.sig to be a valid SSH signature by a key in FILE (OpenSSH's "
-                        "allowed_signers format); without it a signature is reported, not checked")
+                        "allowed_signers format); without it, a BUNDLE.sig must still be a valid signature of "
+                        "these bytes, and its key's fingerprint is reported, not checked against a trusted signer")
     p.add_argument("--json", action="store_true",
                    help='print {"bundle", "valid", "exit_code", "sha256", "files", "signature", "problems"}')
     p.set_defaults(func=run)
