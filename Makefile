@@ -2,15 +2,21 @@
 #   make bundle GPU=h100      # run the suite on every stack, one bundle each under bundles/
 #   make test                 # the test suite (what CI runs)
 
+# PYTHON: the interpreter reprokit's host venv is made with. With EXECUTOR=local it is the one
+# whose triton and torch run the suite (system Python, venv or conda env alike), and the host venv
+# sees its packages (reprokit/hostvenv.py), so that nothing it has is installed again.
 PYTHON ?= python3
 GPU    ?= h100
 STACKS ?= all
 EXECUTOR ?= auto
-# EXECUTOR=local runs the suite under this machine's own triton and torch: its venv sees them.
-VENV   ?= $(if $(filter local,$(EXECUTOR)),.reprokit/host-local,.reprokit/host)
+LOCAL  := $(filter local,$(EXECUTOR))
+VENV   ?= $(if $(LOCAL),.reprokit/host-local,.reprokit/host)
 # A GPU host with no network installs the host side from a wheelhouse (reprokit wheelhouse,
 # made on a connected machine; docs/offline.md): make bundle GPU=h100 EXECUTOR=local WHEELHOUSE=wheels
 WHEELHOUSE ?=
+# The extras installed beside the host side: those the wheelhouse was made with (its extras.txt),
+# so that the two always agree; without a wheelhouse, test and html.
+EXTRAS ?= $(if $(WHEELHOUSE),$(shell cat $(WHEELHOUSE)/extras.txt 2>/dev/null || echo test,html),test,html)
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # Offline image builds: a local base image and no torch (compile-only stacks).
 BASE_IMAGE ?=
@@ -30,9 +36,9 @@ help:
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(if $(filter local,$(EXECUTOR)),--system-site-packages) $(VENV)
+	$(PYTHON) -m reprokit.hostvenv $(VENV) $(if $(LOCAL),--see-this-python)
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check \
-		$(if $(WHEELHOUSE),--no-index --find-links $(WHEELHOUSE)) -e '.[test,html]'
+		$(if $(WHEELHOUSE),--no-index --find-links $(WHEELHOUSE)) -e '.$(if $(strip $(EXTRAS)),[$(strip $(EXTRAS))])'
 	touch $@
 
 bundle: $(VENV)/.installed
@@ -60,11 +66,11 @@ test: $(VENV)/.installed
 test-unit: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -rs tests/unit
 
-# The GPU tier, on a GPU host: under this machine's own triton and torch (the EXECUTOR=local venv
-# sees them; WHEELHOUSE=... where there is no network), failing, not skipping, when the GPU,
-# torch or triton is missing.
+# The GPU tier, on a GPU host: under PYTHON's own triton and torch (the EXECUTOR=local venv sees
+# them; WHEELHOUSE=... where there is no network), failing, not skipping, when the GPU, torch or
+# triton is missing.
 test-gpu:
-	$(MAKE) .reprokit/host-local/.installed EXECUTOR=local
+	$(MAKE) .reprokit/host-local/.installed EXECUTOR=local VENV=.reprokit/host-local
 	REPROKIT_REQUIRE_GPU=1 .reprokit/host-local/bin/python -m pytest -q -rs -p no:randomly tests/gpu
 
 bench-capture: $(VENV)/.installed
@@ -105,7 +111,7 @@ bench-fleet: $(VENV)/.installed
 # torch's copy at 4096^2 and 8192^2 (target: the best at least 0.90 of torch's copy).
 .PHONY: bench-gpu-copy
 bench-gpu-copy:
-	python3 benchmarks/bench_gpu_copy.py
+	$(PYTHON) benchmarks/bench_gpu_copy.py
 
 # `reprokit sweep` over 1,200 points vs bare triton.compile of them in 2 processes (target <= 1.25x).
 .PHONY: bench-sweep

@@ -21,6 +21,7 @@ BUILD_TOOLS = ("setuptools>=68", "wheel")
 
 # The extras `make` installs beside the host side (pytest; matplotlib for html reports).
 DEFAULT_EXTRAS = ("test", "html")
+EXTRAS_FILE = "extras.txt"
 
 
 @dataclass(frozen=True)
@@ -78,4 +79,7 @@ def make(opts: WheelhouseOptions, echo=None) -> list[Path]:
         if not r.ok:
             why = "timed out" if r.timed_out else (proc.tail(r.stderr_tail, 1) or f"exited {r.returncode}")
             raise ExecutorError(f"cannot {what}: pip {why}")
+    # The Makefile installs the extras this names (WHEELHOUSE=...), so it never asks the folder
+    # for a wheel it was not made with.
+    (opts.out / EXTRAS_FILE).write_text(",".join(opts.extras) + "\n")
     return sorted(opts.out.glob("*.whl"))

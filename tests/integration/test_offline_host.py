@@ -71,6 +71,7 @@ def test_a_wheelhouse_installs_the_host_side_with_no_index(tmp_path):
     names = json.loads(p.stdout)["wheels"]
     assert any(n.startswith("reprokit-") for n in names) and any(n.startswith("jsonschema-") for n in names)
     assert not any(n.startswith(("triton-", "torch-")) for n in names)
+    assert (wheels / "extras.txt").read_text() == "\n"  # what the Makefile will install from it
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index",
