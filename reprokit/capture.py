@@ -109,9 +109,9 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         replace = check_out_dir(out_dir, options.force)
         locks.sweep(out_dir.parent)
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work, \
-                locks.run_scratch("capture"):
+                locks.run_scratch(executor.host.tmp, "capture") as scratch:
             try:
-                cap = _run(stack, executor, out_dir, work.path, options)
+                cap = _run(stack, executor, out_dir, work.path, options, scratch)
             finally:
                 # The harness resets clocks it locked; this covers a harness killed before it could.
                 reset_locked_clocks(options.gpu)
@@ -119,7 +119,8 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         return cap
 
 
-def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: RunOptions) -> Capture:
+def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: RunOptions,
+         scratch: Path) -> Capture:
     profile, mode = options.profile, options.mode
     if options.plan is None:
         plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
@@ -139,7 +140,7 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     # Nothing ran if the stack could not be prepared or started: the temporary folder just goes.
     facts = executor.prepare(stack)
     run = executor.run_harness(stack, work, workers=options.workers, timeout_s=options.run_timeout_s,
-                               gpu=options.gpu.on_gpu)
+                               gpu=options.gpu.on_gpu, scratch=scratch)
     results, why = harness_results(stack, executor.name, run, work)
     if why:
         raise HarnessError(f"{why} (logs in {_keep_failed(work, out_dir)})")

@@ -12,6 +12,7 @@ import sys
 
 from reprokit import __version__
 from reprokit.errors import Interrupted, ReprokitError, UsageError
+from reprokit.config import use_root
 from reprokit.options import HostEnv
 
 VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         # The one place the environment is read: verbs hand what they need down as options.
         args.host = HostEnv.from_environ(os.environ)
+        use_root(args.host.root)
         return args.func(args)
     except ReprokitError as e:
         return _fail(str(e), getattr(e, "problems", None) or [str(e)], e.exit_code, as_json)

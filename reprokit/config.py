@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -19,13 +18,24 @@ from reprokit.errors import ConfigError, UsageError
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+# The checkout named at the edge (REPROKIT_ROOT, through HostEnv.root and use_root), if any.
+_ROOT: Path | None = None
+
+
+def use_root(root: Path | None) -> None:
+    """Take stacks.toml, kernels/ and Dockerfiles/ from `root` (None: find them); `cli.main`
+    calls it once with HostEnv.root."""
+    global _ROOT
+    _ROOT = Path(root) if root else None
+
+
 def project_root() -> Path:
     """The checkout that holds stacks.toml, kernels/ and Dockerfiles/.
 
-    REPROKIT_ROOT wins; else the checkout this package was imported from; else the current folder.
+    The one named at the edge (REPROKIT_ROOT) wins; else the checkout this package was imported
+    from; else the current folder.
     """
-    env = os.environ.get("REPROKIT_ROOT")
-    candidates = [Path(env)] if env else [PACKAGE_DIR.parent, Path.cwd()]
+    candidates = [_ROOT] if _ROOT else [PACKAGE_DIR.parent, Path.cwd()]
     for c in candidates:
         if (c / "stacks.toml").is_file():
             return c.resolve()

@@ -20,7 +20,6 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,10 +173,11 @@ def temp(folder: Path, stem: str, kind: str, *, is_dir: bool) -> Iterator[Temp]:
 
 
 @contextmanager
-def scratch(stem: str) -> Iterator[Path]:
-    """A temporary folder under the system temp folder, named so that the next run's sweep()
-    removes it should this process be killed outright (tempfile's names are not ours to remove)."""
-    with temp(Path(tempfile.gettempdir()), f"reprokit-{stem}", "tmp", is_dir=True) as t:
+def scratch(root: Path, stem: str) -> Iterator[Path]:
+    """A temporary folder under `root` (the system temp folder, HostEnv.tmp), named so that the
+    next run's sweep() removes it should this process be killed outright (tempfile's names are
+    not ours to remove)."""
+    with temp(Path(root), f"reprokit-{stem}", "tmp", is_dir=True) as t:
         yield t.path
 
 
@@ -189,22 +189,15 @@ def check_writable(folder: Path, what: str) -> None:
 
 
 @contextmanager
-def run_scratch(prefix: str = "run") -> Iterator[Path]:
-    """One per-run folder under the system temp folder for every temporary thing of this run
-    (the harness's and the compilers' too, through TMPDIR); what dead runs left there goes first."""
-    root = Path(tempfile.gettempdir())
+def run_scratch(root: Path, prefix: str = "run") -> Iterator[Path]:
+    """One per-run folder under `root` (the system temp folder, HostEnv.tmp) for every temporary
+    thing of this run; what dead runs left there goes first. The caller hands it to the processes
+    it starts as their TMPDIR (the harness's, the compilers', pip's): this process's own
+    environment and tempfile's default stay as they are."""
+    root = Path(root)
     sweep(root)
-    before = os.environ.get("TMPDIR"), tempfile.tempdir
     with temp(root, f"reprokit-{prefix}", "tmp", is_dir=True) as t:
-        os.environ["TMPDIR"] = tempfile.tempdir = str(t.path)
-        try:
-            yield t.path
-        finally:
-            if before[0] is None:
-                os.environ.pop("TMPDIR", None)
-            else:
-                os.environ["TMPDIR"] = before[0]
-            tempfile.tempdir = before[1]
+        yield t.path
 
 
 def _remove(path: Path) -> None:

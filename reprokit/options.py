@@ -12,6 +12,8 @@ sweep's grid) is one field here, not a keyword threaded through three layers:
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -61,7 +63,10 @@ class HostEnv:
     else ~/.cache/reprokit); sass_cache: the disassembly cache ($REPROKIT_SASS_CACHE; None when
     it is off); with_torch: REPROKIT_WITH_TORCH as True/False/None; base_image:
     REPROKIT_BASE_IMAGE; docker_host: DOCKER_HOST; source_date_epoch: SOURCE_DATE_EPOCH;
-    environ: the whole environment, for the redaction of secret values that the host holds.
+    environ: the whole environment, for the redaction of secret values that the host holds and
+    for the environment of the processes reprokit starts (child_environ); root: REPROKIT_ROOT,
+    the checkout to take stacks.toml and kernels/ from; tmp: the system temp folder ($TMPDIR, as
+    tempfile chooses it), under which each run makes its own scratch folder.
     A HostEnv made by hand has no SASS cache unless it names one.
     """
 
@@ -72,6 +77,8 @@ class HostEnv:
     docker_host: str | None = None
     source_date_epoch: int | None = None
     environ: Mapping[str, str] | None = None
+    root: Path | None = None
+    tmp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> HostEnv:
@@ -87,10 +94,27 @@ class HostEnv:
             sass = None
         else:
             sass = Path(raw_sass).resolve()
+        tmp = env.get("TMPDIR")
         return cls(cache=cache, sass_cache=sass, with_torch=with_torch_value(env.get("REPROKIT_WITH_TORCH")),
                    base_image=env.get("REPROKIT_BASE_IMAGE") or None, docker_host=env.get("DOCKER_HOST") or None,
                    source_date_epoch=_epoch_value(env.get("SOURCE_DATE_EPOCH")),
-                   environ=MappingProxyType(env))
+                   environ=MappingProxyType(env), root=Path(env["REPROKIT_ROOT"]) if env.get("REPROKIT_ROOT") else None,
+                   tmp=Path(tmp) if tmp and os.path.isdir(tmp) else Path(tempfile.gettempdir()))
+
+    def expand_user(self, path: Path) -> Path:
+        """`~/x` under the HOME read at the edge (a `~` the shell left, quoted, in an argument)."""
+        text = str(path)
+        home = (self.environ or {}).get("HOME")
+        if home and (text == "~" or text.startswith("~/")):
+            return Path(home + text[1:])
+        return Path(os.path.expanduser(text))
+
+    def child_environ(self, extra: Mapping[str, str] | None = None) -> dict:
+        """The environment of a process reprokit starts: the user's, as read at the edge (this
+        process's own for a HostEnv made by hand), with `extra` on top."""
+        env = dict(self.environ if self.environ is not None else os.environ)
+        env.update(extra or {})
+        return env
 
 
 @dataclass(frozen=True)
@@ -168,7 +192,7 @@ class BundleOptions:
 
     share: also replace host identity; parent: the sha256 of the bundle this one replays;
     source_date_epoch: the bundle's one time (default: when the capture finished);
-    environ: the host environment whose secret values are cut from every file (None: this
+    environ: the host environment whose secret values are cut from every file (by default this
     process's own, so that a caller who forgets it never lets a host secret through).
     """
 
@@ -177,11 +201,12 @@ class BundleOptions:
     parent: str | None = None
     source_date_epoch: int | None = None
     compresslevel: int = COMPRESS_LEVEL
-    environ: Mapping[str, str] | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(dict(os.environ)))
 
     @classmethod
     def from_host(cls, host: HostEnv, out_dir: Path, **kw) -> BundleOptions:
-        return cls(out_dir=Path(out_dir), source_date_epoch=host.source_date_epoch, environ=host.environ, **kw)
+        environ = host.environ if host.environ is not None else MappingProxyType(dict(os.environ))
+        return cls(out_dir=Path(out_dir), source_date_epoch=host.source_date_epoch, environ=environ, **kw)
 
 
 @dataclass(frozen=True)

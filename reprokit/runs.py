@@ -50,27 +50,26 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
     except OSError as e:
         raise FileSystemError.of(bundle.out_dir, e, "cannot create the bundle folder") from None
     locks.check_writable(bundle.out_dir, "probe")  # before any suite runs, not after
-    with locks.run_scratch("run"):
-        for stack in stacks:
+    for stack in stacks:
+        if progress:
+            progress(stack.name, "capturing")
+        try:
+            # Captured beside its bundle, so a failed run's logs stay where the error says.
+            # The folder is ours (named for this stack and profile): a leftover of an earlier run goes.
+            where = Path(bundle.out_dir) / f"{stack.name}-{options.profile.key}"
+            cap = capture(stack, executor, where, replace(_options_for(options, stack), force=True))
             if progress:
-                progress(stack.name, "capturing")
-            try:
-                # Captured beside its bundle, so a failed run's logs stay where the error says.
-                # The folder is ours (named for this stack and profile): a leftover of an earlier run goes.
-                where = Path(bundle.out_dir) / f"{stack.name}-{options.profile.key}"
-                cap = capture(stack, executor, where, replace(_options_for(options, stack), force=True))
-                if progress:
-                    progress(stack.name, "bundling")
-                path = write_bundle(cap.out_dir, cap.origin(), bundle)
-                outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings()),
-                                             tuple(cap.harness_errors())))
-                shutil.rmtree(cap.out_dir)
-            except (FileSystemError, OutputBusy):
-                raise  # the output itself is unusable: every other stack would fail the same way
-            except ReprokitError as e:
-                outcomes.append(StackOutcome(stack.name, None, None, str(e)))
-            if progress:
-                progress(stack.name, "done" if outcomes[-1].ok else "failed")
+                progress(stack.name, "bundling")
+            path = write_bundle(cap.out_dir, cap.origin(), bundle)
+            outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings()),
+                                         tuple(cap.harness_errors())))
+            shutil.rmtree(cap.out_dir)
+        except (FileSystemError, OutputBusy):
+            raise  # the output itself is unusable: every other stack would fail the same way
+        except ReprokitError as e:
+            outcomes.append(StackOutcome(stack.name, None, None, str(e)))
+        if progress:
+            progress(stack.name, "done" if outcomes[-1].ok else "failed")
     return outcomes
 
 

@@ -75,8 +75,9 @@ class Limits:
     def from_env(cls, max_bundle_bytes: str | int | None = None, max_member_bytes: str | int | None = None,
                  max_members: int | None = None, environ: Mapping[str, str] | None = None) -> Limits:
         """Arguments win; else REPROKIT_MAX_BUNDLE_BYTES / REPROKIT_MAX_MEMBER_BYTES /
-        REPROKIT_MAX_MEMBERS; else the defaults (2 GiB, 512 MiB, 100000)."""
-        env = os.environ if environ is None else environ
+        REPROKIT_MAX_MEMBERS of `environ` (the HostEnv's, read at the edge); else the defaults
+        (2 GiB, 512 MiB, 100000)."""
+        env = environ or {}
 
         def pick(arg, var, default):
             raw = arg if arg is not None else env.get(var, "").strip() or None
@@ -474,7 +475,7 @@ class Report:
 
 def check(path: Path, limits: Limits | None = None) -> Report:
     """verify() with the bundle's sha256, root folder and file count beside the problems."""
-    scan = _scan(Path(path), limits or Limits.from_env(), keep=lambda rel: False, write_to=None)
+    scan = _scan(Path(path), limits or Limits(), keep=lambda rel: False, write_to=None)
     return Report(Path(path), scan.sha256, scan.root, len(scan.members), tuple(_check_contents(scan)[2]))
 
 
@@ -494,7 +495,7 @@ def open_bundle(path: Path, limits: Limits | None = None, *, keep: Callable[[str
     manifest.json and SHA256SUMS are always kept.
     """
     path = Path(path)
-    scan = _scan(path, limits or Limits.from_env(), keep=keep or (lambda rel: True), write_to=None)
+    scan = _scan(path, limits or Limits(), keep=keep or (lambda rel: True), write_to=None)
     manifest, docs, problems = _check_contents(scan)
     if problems:
         raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)
@@ -518,7 +519,7 @@ def extract(path: Path, dest: Path, limits: Limits | None = None) -> Path:
     locks.sweep(dest)  # what a killed extraction left
     with locks.temp(dest, ".reprokit-extract", "partial", is_dir=True) as tmp:
         work = tmp.path
-        scan = _scan(Path(path), limits or Limits.from_env(), keep=lambda rel: False, write_to=work)
+        scan = _scan(Path(path), limits or Limits(), keep=lambda rel: False, write_to=work)
         problems = _check_contents(scan)[2]
         if problems:
             raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)

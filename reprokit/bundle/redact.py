@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import re
 import socket
 from dataclasses import dataclass, field
@@ -82,7 +81,7 @@ class HostFacts:
     def gather(cls, env_doc: dict | None, environ: dict | None = None, also: tuple = ()) -> HostFacts:
         """`also`: more documents whose GPU uuid/serial fields name this host's GPUs (results.json
         holds NVML snapshots taken around each benchmark)."""
-        environ = os.environ if environ is None else environ
+        environ = environ or {}
         env_doc = env_doc or {}
         hosts = {socket.gethostname(), (env_doc.get("os") or {}).get("hostname")}
         users = {environ.get("USER"), environ.get("LOGNAME")}
@@ -91,7 +90,7 @@ class HostFacts:
         except (KeyError, OSError):  # no passwd entry for this uid (containers)
             pass
         env_vars = env_doc.get("env_vars") or {}
-        homes = {environ.get("HOME"), os.path.expanduser("~"), env_vars.get("HOME")}
+        homes = {environ.get("HOME"), env_vars.get("HOME")}
         # Paths inside the stack (/home/<user>/...) name the user the stack ran as.
         for m in _HOME_RE.finditer(json.dumps(env_doc).encode()):
             homes.add(m.group(0).decode())
@@ -171,7 +170,7 @@ class Scrubber:
         `keep`: words that are never treated as host or user names (profile keys, stack names,
         case ids), so that a host called `h100` does not blank the profile out of the results.
         """
-        environ = dict(os.environ if environ is None else environ)
+        environ = dict(environ or {})
         needles: dict[bytes, set[str]] = {}
         for value, names in secret_values(environ, (env_doc or {}).get("env_vars") or {}).items():
             for form in _needle_forms(value):

@@ -76,7 +76,7 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor) -> int:
                                   f"{step.status}/{step.verdict}{rel}")
 
         result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
-                        on_step=on_step)
+                        on_step=on_step, tmp_root=args.host.tmp)
         bar.update(task, total=len(result.steps), completed=len(result.steps))
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))

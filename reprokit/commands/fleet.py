@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -173,7 +172,7 @@ def run_task(args) -> int:
 
     index = args.index
     if args.index_from_env:
-        raw = args.host.environ.get(args.index_from_env) if args.host.environ else os.environ.get(args.index_from_env)
+        raw = (args.host.environ or {}).get(args.index_from_env)
         if raw is None or not raw.isdigit():
             raise UsageError(f"${args.index_from_env} is {raw!r}, not a task index")
         index = int(raw)

@@ -36,7 +36,7 @@ def summary(b) -> dict:
 
 
 def run(args) -> int:
-    b = open_bundle(args.bundle, Limits.from_env(), keep=lambda rel: False)
+    b = open_bundle(args.bundle, Limits.from_env(environ=args.host.environ), keep=lambda rel: False)
     s = summary(b)
     if args.json:
         print(json.dumps(s, indent=1))

@@ -27,11 +27,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    report = check(args.bundle, Limits.from_env())
+    report = check(args.bundle, Limits.from_env(environ=args.host.environ))
     if report.problems:  # a signature vouches for a bundle: never for a broken one
         raise BundleInvalid(f"{args.bundle}: not a valid bundle, not signed: {report.problems[0]}",
                             [f"{args.bundle}: not signed: {p}" for p in report.problems])
-    path = sign(args.bundle, args.key.expanduser())
+    path = sign(args.bundle, args.host.expand_user(args.key))
     if args.json:
         print(json.dumps({"bundle": str(args.bundle), "signature": str(path), "sha256": report.sha256,
                           "check": verify_command(args.bundle)}, indent=1))

@@ -156,7 +156,8 @@ def print_answers(answers: list[dict], title: str) -> None:
 def _merge(args) -> int:
     from reprokit.sweep.merge import merge_shards
 
-    path, answers = merge_shards(args.merge, BundleOptions.from_host(args.host, args.out, share=args.share))
+    path, answers = merge_shards(args.merge, BundleOptions.from_host(args.host, args.out, share=args.share),
+                                 args.host.tmp)
     if args.json:
         print(json.dumps({"bundle": str(path), "answers": answers}, indent=1))
     else:

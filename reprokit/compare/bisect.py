@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
@@ -25,7 +24,7 @@ from typing import Callable
 from reprokit import proc
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.options import BundleOptions, GpuOptions, HostEnv, RunOptions
 
 PYPI_JSON = "https://pypi.org/pypi/triton/json"
 _FINAL = re.compile(r"^\d+(?:\.\d+)*$")
@@ -145,10 +144,11 @@ def max_captures(n: int) -> int:
 
 
 def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor, bundle: BundleOptions, *,
-           on_step: Callable[[Step], None] | None = None, run=None) -> Bisection:
+           on_step: Callable[[Step], None] | None = None, run=None, tmp_root: Path | None = None) -> Bisection:
     """Find the first release in `releases.usable` whose status/verdict for `case` differs from the
     first release's. Writes the two boundary bundles under bundle.out_dir (one when nothing
-    changed); the other captures are packed in a scratch folder and dropped."""
+    changed); the other captures are packed in a scratch folder under tmp_root (default: the
+    system temp folder) and dropped."""
     from reprokit import locks
     from reprokit.runs import run_stacks
 
@@ -157,7 +157,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
     versions = list(releases.usable)
     # A folder sweep() knows: a bisect killed outright leaves nothing that the next run keeps.
-    scratch_temp = locks.make_temp(Path(tempfile.gettempdir()), "reprokit-bisect", "tmp", is_dir=True)
+    scratch_temp = locks.make_temp(tmp_root or HostEnv().tmp, "reprokit-bisect", "tmp", is_dir=True)
     scratch = scratch_temp.path
     seen: dict = {}
     steps: list = []

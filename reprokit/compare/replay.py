@@ -100,7 +100,7 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
     plan = select_cases(bundle.plan, cases)
     own = stacks is None
     stacks = [bundle_stack(bundle.manifest)] if own else stacks
-    with locks.scratch("replay") as tmp:
+    with locks.scratch(executor.host.tmp, "replay") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
         write_kernels(bundle, kernels)

@@ -50,8 +50,9 @@ class Executor(ABC):
 
     @abstractmethod
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool) -> RunResult:
-        """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir."""
+                    gpu: bool, scratch: Path | None = None) -> RunResult:
+        """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir;
+        a harness that runs on this host takes `scratch` (the run's own folder) as its TMPDIR."""
 
     def close(self) -> None:
         """Give back what the executor holds (nothing, unless it talks to an engine)."""
@@ -76,12 +77,12 @@ def sass_cache(host: HostEnv) -> Path | None:
 
 
 def harness_env(host: HostEnv, extra: dict | None = None) -> dict:
-    """The environment a host-side harness run gets: ours, with reprokit importable first and
-    the SASS cache named (or unset when it is off)."""
+    """The environment a host-side harness run gets: the host's, with reprokit importable first
+    and the SASS cache named (or unset when it is off)."""
     import os
 
-    # The child inherits this process's environment as the user set it: that is what runs.
-    env = dict(os.environ)
+    # The child gets the environment as the user set it (read once, at the edge): that is what runs.
+    env = host.child_environ()
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
     cache = sass_cache(host)

@@ -421,7 +421,7 @@ class DockerExecutor(Executor):
         return True
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool) -> RunResult:
+                    gpu: bool, scratch: Path | None = None) -> RunResult:
         capture_dir = Path(capture_dir).resolve()
         plan, kernels = capture_dir / "plan.json", capture_dir / "kernels"
         for p in (plan, kernels):

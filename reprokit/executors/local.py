@@ -23,18 +23,19 @@ class LocalExecutor(Executor):
         return {"python": self.python}
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool) -> RunResult:
-        return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s)
+                    gpu: bool, scratch: Path | None = None) -> RunResult:
+        return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
+                                  scratch=scratch)
 
 
 def run_python_harness(executor: Executor, python: str, capture_dir: Path, *, workers: int,
-                       timeout_s: float) -> RunResult:
+                       timeout_s: float, scratch: Path | None = None) -> RunResult:
     """Run the harness as a host subprocess of `python` (shared by the local and venv executors)."""
     capture_dir = Path(capture_dir)
     argv = harness_argv(python, str(capture_dir / "plan.json"), str(capture_dir / "kernels"),
                         str(capture_dir), workers)
     try:
-        r = proc.run(argv, timeout=timeout_s, env=harness_env(executor.host), capture_stdout=False,
+        r = proc.run(argv, timeout=timeout_s, env=harness_env(executor.host, {"TMPDIR": str(scratch)} if scratch else None), capture_stdout=False,
                      log_path=capture_dir / "logs" / "executor.log")
     except OSError as e:
         raise ExecutorError(f"{executor.name}: cannot start {python}: {e.strerror}") from None

@@ -84,9 +84,11 @@ class VenvExecutor(Executor):
                      [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec["requirements"]]]
         if spec["torch_index"]:
             steps[-1] += ["--extra-index-url", spec["torch_index"]]
-        with locks.run_scratch("prepare"):  # pip's build and unpack folders: gone with the run, killed or not
+        # pip's build and unpack folders: gone with the run, killed or not.
+        with locks.run_scratch(self.host.tmp, "prepare") as scratch:
+            env = self.host.child_environ({"TMPDIR": str(scratch)})
             for argv in steps:
-                r = proc.run(argv, timeout=3600)
+                r = proc.run(argv, timeout=3600, env=env)
                 if not r.ok:
                     last = r.stderr_tail.strip().splitlines()[-1:] or ["no output"]
                     raise ExecutorError(f"venv: building {stack.name} failed at `{' '.join(argv[:4])} ...`: "
@@ -99,8 +101,8 @@ class VenvExecutor(Executor):
         temp.finish(target)
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool) -> RunResult:
+                    gpu: bool, scratch: Path | None = None) -> RunResult:
         python = str(self.venv_dir(stack) / "bin" / "python")
-        result = run_python_harness(self, python, capture_dir, workers=workers, timeout_s=timeout_s)
+        result = run_python_harness(self, python, capture_dir, workers=workers, timeout_s=timeout_s, scratch=scratch)
         return RunResult(result.executor, result.returncode, result.timed_out, result.log_tail,
                          {**result.runtime, "venv": str(self.venv_dir(stack))})

@@ -144,7 +144,7 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
         request = FleetSpec.from_dict(fleet.spec).request(profile.key)
         workers = request.cpus_per_task or int(env.get("SLURM_CPUS_PER_TASK") or 1)
         gpu = gpu_options(profile, fleet.mode, cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"), say=report)
-        with locks.scratch("fleet") as tmp, \
+        with locks.scratch(host.tmp, "fleet") as tmp, \
                 make_executor(request.executor, host, with_torch=gpu.on_gpu, report=report, stacks=[stack]) as ex:
             kernels = Path(tmp) / "kernels"
             write_kernels(bundle, kernels)

@@ -24,7 +24,7 @@ def _identity(plan: dict) -> dict:
     return {"grid": grid, "stack": plan["stack"], "profile": plan["profile"], "mode": plan["mode"]}
 
 
-def merge_shards(paths: list, bundle: BundleOptions) -> tuple[Path, dict]:
+def merge_shards(paths: list, bundle: BundleOptions, tmp_root: Path) -> tuple[Path, dict]:
     """One bundle from all shards of one sweep; it carries the first shard's time and facts."""
     bundles = [open_bundle(Path(p)) for p in paths]
     for b in bundles:
@@ -54,7 +54,7 @@ def merge_shards(paths: list, bundle: BundleOptions) -> tuple[Path, dict]:
         records.append(b.results["cases"][i // count])
     plan = {**first.plan, "cases": cases, "sweep": {**first.plan["sweep"], "shard": None}}
     results = {**shards[0].results, "cases": records}
-    with locks.scratch("merge") as tmp:
+    with locks.scratch(tmp_root, "merge") as tmp:
         work = Path(tmp) / "work"
         (work / "cases").mkdir(parents=True)
         for b in shards:
@@ -67,4 +67,4 @@ def merge_shards(paths: list, bundle: BundleOptions) -> tuple[Path, dict]:
             (work / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         m = first.manifest
         origin = Origin(stack=m["stack"], profile=m["profile"], executor=m["executor"], mode=m["mode"])
-        return pack(work, origin, dataclasses.replace(bundle, source_date_epoch=m["source_date_epoch"]))
+        return pack(work, origin, dataclasses.replace(bundle, source_date_epoch=m["source_date_epoch"]), tmp_root)

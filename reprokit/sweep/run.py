@@ -143,7 +143,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
             progress(total, total, "bundling")
         origin = Origin(stack=stack.pins(), profile=profile.to_dict(),
                         executor=executor_facts(executor.name, facts, run.runtime), mode=plan["mode"])
-        path, answers = pack(work, origin, dataclasses.replace(bundle, source_date_epoch=epoch))
+        path, answers = pack(work, origin, dataclasses.replace(bundle, source_date_epoch=epoch), executor.host.tmp)
         if progress:
             progress(total, total, "done")
         return SweepOutcome(stack.name, profile.key, path, answers, None, ran=total - before)
@@ -184,7 +184,7 @@ def _watch(work: Path, total: int, progress, stop: threading.Event) -> None:
             last = n
 
 
-def pack(work: Path, origin: Origin, bundle: BundleOptions) -> tuple[Path, dict]:
+def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> tuple[Path, dict]:
     """Condense a finished work folder, answer it, and write the bundle (dated bundle.source_date_epoch)."""
     from reprokit.bundle.writer import write_bundle
 
@@ -195,7 +195,7 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions) -> tuple[Path, dict]
         answers.update(answers_mod.answer(plan, canon))
         return answers_mod.boundary_ids(answers)
 
-    with locks.scratch("sweep") as tmp:
+    with locks.scratch(tmp_root, "sweep") as tmp:
         cap = Path(tmp) / "capture"
         condense(work, cap, epoch=bundle.source_date_epoch, keep=keep)
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")

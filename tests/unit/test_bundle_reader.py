@@ -67,21 +67,19 @@ def test_gzip_bomb_is_stopped_while_streaming(tmp_path):
     assert time.perf_counter() - t0 < 0.5
 
 
-def test_limits_come_from_arguments_then_environment(monkeypatch):
-    monkeypatch.setenv("REPROKIT_MAX_BUNDLE_BYTES", "3M")
-    monkeypatch.setenv("REPROKIT_MAX_MEMBER_BYTES", "1024")
-    lim = Limits.from_env()
+def test_limits_come_from_arguments_then_environment():
+    env = {"REPROKIT_MAX_BUNDLE_BYTES": "3M", "REPROKIT_MAX_MEMBER_BYTES": "1024"}
+    lim = Limits.from_env(environ=env)
     assert (lim.max_bundle_bytes, lim.max_member_bytes) == (3 << 20, 1024)
-    assert Limits.from_env(max_bundle_bytes="2G").max_bundle_bytes == 2 << 30
+    assert Limits.from_env(max_bundle_bytes="2G", environ=env).max_bundle_bytes == 2 << 30
     assert parse_size("512MiB") == 512 << 20 and parse_size("77") == 77
     with pytest.raises(UsageError):
         parse_size("lots")
 
 
-def test_env_limit_refuses_a_real_bundle(bundle, monkeypatch):
-    monkeypatch.setenv("REPROKIT_MAX_MEMBER_BYTES", "4096")
+def test_env_limit_refuses_a_real_bundle(bundle):
     with pytest.raises(BundleRefused, match="per-member limit"):
-        verify(bundle)
+        verify(bundle, Limits.from_env(environ={"REPROKIT_MAX_MEMBER_BYTES": "4096"}))
 
 
 def test_valid_bundle_verifies_and_opens_in_memory(bundle, tmp_path):

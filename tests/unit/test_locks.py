@@ -79,12 +79,13 @@ def test_unwritable_folder_is_one_filesystem_error(tmp_path):
         ro.chmod(0o755)
 
 
-def test_run_scratch_is_one_folder_removed_at_the_end(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+def test_run_scratch_is_one_folder_removed_at_the_end(tmp_path):
     import tempfile
 
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    with locks.run_scratch() as d:
+    before = os.environ.get("TMPDIR"), tempfile.gettempdir()
+    with locks.run_scratch(tmp_path) as d:
         assert d.parent == tmp_path and locks.is_ours(d.name)
         (d / "x").write_text("1")
+        # The folder is handed to child processes; this process's temp settings stay as they were.
+        assert (os.environ.get("TMPDIR"), tempfile.gettempdir()) == before
     assert os.listdir(tmp_path) == []
