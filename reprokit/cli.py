@@ -29,6 +29,21 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
+    def parse_known_args(self, args=None, namespace=None):
+        # A value given twice to a list-valued argument (nargs '+' or '*', action 'append') is
+        # refused by name here, for every verb at once, rather than silently run twice.
+        namespace, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
+                seen: set[str] = set()
+                for value in getattr(namespace, action.dest, None) or ():
+                    key = os.path.normpath(value) if isinstance(value, os.PathLike) else str(value)
+                    if key in seen:
+                        name = "/".join(action.option_strings) or action.metavar or action.dest
+                        self.error(f"argument {name}: {value} is given twice")
+                    seen.add(key)
+        return namespace, extras
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(

@@ -24,6 +24,7 @@ class Option:
     takes_value: bool  # False for store_true/store_false/count/help/version
     default: object
     nargs: object
+    multiple: bool = False  # takes a list: nargs '+' or '*', or repeatable (action 'append'/'extend')
 
     @property
     def positional(self) -> bool:
@@ -71,6 +72,7 @@ def _option(action: argparse.Action) -> Option:
         choices=tuple(str(c) for c in action.choices) if action.choices is not None else None,
         type_name=type_name, takes_value=not isinstance(action, _NO_VALUE),
         default=action.default, nargs=action.nargs,
+        multiple=action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction)),
     )
 
 

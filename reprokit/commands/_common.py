@@ -2,49 +2,42 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from rich.console import Console
 from rich.table import Table
 
+from reprokit.commands.argtypes import (
+    clock_mhz,
+    glob_list,
+    gpu_profile,
+    positive_int,
+    positive_seconds,
+)
 
 EXECUTORS = ("auto", "docker", "venv", "local")
 
 
 def add_run_args(p, *, default_executor: str = "auto") -> None:
-    p.add_argument("--gpu", required=True, help="GPU profile from stacks.toml (h100, h200, b200, rtx5090, gb10)")
+    p.add_argument("--gpu", required=True, type=gpu_profile, help="GPU profile from stacks.toml (h100, h200, b200, rtx5090, gb10)")
     p.add_argument("--executor", choices=EXECUTORS, default=default_executor,
                    help=f"where stacks run (default {default_executor}; auto = docker when a daemon answers, else venv)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                    help="cases compiled at once (default: CPU count)")
     p.add_argument("--mode", choices=("auto", "compile-only", "gpu"), default="auto",
                    help="auto: on the GPU when the host has the profile's GPU, else compile-only")
-    p.add_argument("--cases", default=None, metavar="GLOBS", help="only cases whose id matches, e.g. 'block_ptr.*'")
+    p.add_argument("--cases", type=glob_list, default=None, metavar="GLOBS", help="only cases whose id matches, e.g. 'block_ptr.*'")
     p.add_argument("--case-timeout", type=positive_seconds, default=None, metavar="S",
                    help="seconds per case, more than 0 (default from the suite)")
     add_gpu_args(p)
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds above 0 (0 or less would make every case a timeout)."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
-    return value
 
 
 def add_gpu_args(p) -> None:
     p.add_argument("--allow-gpu-mismatch", action="store_true",
                    help="run on a GPU whose name or memory is not the profile's (same capability); "
                         "the bundle records what differed")
-    p.add_argument("--lock-clocks", default=None, metavar="MHZ|max",
+    p.add_argument("--lock-clocks", type=clock_mhz, default=None, metavar="MHZ|max",
                    help="lock the GPU's SM clock for the run and reset it after (needs root; recorded). "
                         "Without it reprokit never changes a GPU setting")
 

@@ -6,9 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from reprokit.commands._common import console, say
+from reprokit.commands.argtypes import case_id, gpu_profile, out_dir, version_range
 from reprokit.compare.bisect import bisect, list_releases, max_captures, parse_range
 from reprokit.config import load_config
 from reprokit.errors import UsageError
@@ -26,11 +33,11 @@ def add_parser(sub) -> None:
                     "line. Assumes one change inside the range, like git bisect.",
         epilog="example: reprokit bisect --case experimental_descriptor.p0 --versions 3.0.0..3.9.0 --gpu h100",
     )
-    p.add_argument("--case", required=True, help="a case id of the suite, e.g. tensor_descriptor.p0")
-    p.add_argument("--versions", required=True, metavar="FIRST..LAST", help="inclusive range of Triton releases")
-    p.add_argument("--gpu", required=True, help="GPU profile from stacks.toml")
+    p.add_argument("--case", required=True, type=case_id, help="a case id of the suite, e.g. tensor_descriptor.p0")
+    p.add_argument("--versions", required=True, type=version_range, metavar="FIRST..LAST", help="inclusive range of Triton releases")
+    p.add_argument("--gpu", required=True, type=gpu_profile, help="GPU profile from stacks.toml")
     p.add_argument("--executor", choices=("venv", "docker"), default="venv")
-    p.add_argument("--out", type=Path, default=Path("bundles"), help="where the boundary bundles go")
+    p.add_argument("--out", type=out_dir, default=Path("bundles"), help="where the boundary bundles go")
     p.add_argument("--json", action="store_true", help="print the bisection as JSON")
     p.set_defaults(func=run)
 

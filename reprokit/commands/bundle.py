@@ -8,9 +8,12 @@ from pathlib import Path
 
 from reprokit.bundle.reader import check
 from reprokit.bundle.writer import write_bundle
+from reprokit.commands.argtypes import existing_dir, out_dir, sha256_or_file
 from reprokit.errors import BundleUnusable, CaptureInvalid, UsageError
 from reprokit.options import BundleOptions, Origin
 
+# Where a capture can have run, for the manifest; `unknown` when the caller does not say.
+BUNDLE_EXECUTORS = ("docker", "venv", "local", "unknown")
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
@@ -24,13 +27,13 @@ def add_parser(sub) -> None:
                     "else from when the capture finished.",
         epilog="example: reprokit bundle /tmp/cap --out bundles --share",
     )
-    p.add_argument("capture", type=Path, metavar="CAPTURE_DIR", help="a capture folder")
-    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundle (default bundles/)")
+    p.add_argument("capture", type=existing_dir, metavar="CAPTURE_DIR", help="a capture folder")
+    p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the bundle (default bundles/)")
     p.add_argument("--share", action="store_true",
                    help="also replace host name, user name, home paths and GPU serials/UUIDs in every file")
-    p.add_argument("--parent", default=None, metavar="SHA256|BUNDLE",
+    p.add_argument("--parent", type=sha256_or_file, default=None, metavar="SHA256|BUNDLE",
                    help="the bundle this capture replays: its sha256, or the .tgz itself")
-    p.add_argument("--executor", default="unknown", metavar="NAME",
+    p.add_argument("--executor", choices=BUNDLE_EXECUTORS, default="unknown",
                    help="where the capture ran (docker, venv, local), for the manifest (default: unknown)")
     p.set_defaults(func=run)
 

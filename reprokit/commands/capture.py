@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprokit.capture import capture, check_out_dir, harness_error_message
-from reprokit.commands._common import add_run_args, console, flat_case, run_options, say, verdict_table
+from reprokit.commands._common import (
+    add_run_args,
+    console,
+    flat_case,
+    run_options,
+    say,
+    verdict_table,
+)
+from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
@@ -20,8 +27,8 @@ def add_parser(sub) -> None:
         epilog="example: reprokit capture --gpu h100 --out /tmp/cap --executor local --json",
     )
     add_run_args(p, default_executor="local")
-    p.add_argument("--out", required=True, type=Path, help="capture folder to create")
-    p.add_argument("--stack", default=None, help="stack from stacks.toml (required unless --executor local)")
+    p.add_argument("--out", required=True, type=out_dir, help="capture folder to create")
+    p.add_argument("--stack", type=stack_name, default=None, help="stack from stacks.toml (required unless --executor local)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--json", action="store_true", help='print {"cases": [...]} instead of a table')
     p.set_defaults(func=run)

@@ -4,9 +4,9 @@ case gained and lost per IR level, or the unified diff of one case's normalised 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprokit.commands._common import console, say
+from reprokit.commands.argtypes import case_id, existing_path, natural
 from reprokit.compare.grid import compare
 from reprokit.compare.irdiff import check_case, check_level, profile_problem, unified
 from reprokit.compare.normalise import LEVELS
@@ -26,11 +26,11 @@ def add_parser(sub) -> None:
         epilog="example: reprokit diff bundles/examples/triton-3.4-cu129-h100.tgz "
                "bundles/examples/triton-3.5-cu130-h100.tgz --case tensor_descriptor.p0 --level ttgir",
     )
-    p.add_argument("a", type=Path, help="bundle (.tgz) or capture folder")
-    p.add_argument("b", type=Path, help="bundle (.tgz) or capture folder")
-    p.add_argument("--case", default=None, help="print the unified diff of this case's normalised IR")
+    p.add_argument("a", type=existing_path, help="bundle (.tgz) or capture folder")
+    p.add_argument("b", type=existing_path, help="bundle (.tgz) or capture folder")
+    p.add_argument("--case", type=case_id, default=None, help="print the unified diff of this case's normalised IR")
     p.add_argument("--level", default=None, choices=LEVELS, help="only this IR level (default: every level)")
-    p.add_argument("--context", type=int, default=3, metavar="N", help="lines of context in unified diffs")
+    p.add_argument("--context", type=natural, default=3, metavar="N", help="lines of context in unified diffs")
     p.add_argument("--any-profile", action="store_true", help="compare bundles made for different GPU profiles")
     p.add_argument("--json", action="store_true", help="print the grid (and any unified diffs) as JSON")
     p.set_defaults(func=run)

@@ -5,9 +5,21 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from reprokit.commands._common import console, say
+from reprokit.commands.argtypes import (
+    env_name,
+    existing_dir,
+    existing_file,
+    gpu_list,
+    gpu_profile,
+    image_ref,
+    k8s_name,
+    natural,
+    out_dir,
+    positive_int,
+    stack_list,
+)
 from reprokit.errors import UsageError
 from reprokit.options import quiet
 
@@ -26,12 +38,12 @@ def add_parser(sub) -> None:
 
     s = verbs.add_parser("submit", help="freeze the plan and submit one array task per stack x profile x shard",
                          epilog="example: reprokit fleet submit --plan B.tgz --stacks all --gpus h100 --dir /shared/f1")
-    s.add_argument("--plan", type=Path, required=True, help="the bundle whose plan and kernels every task runs")
-    s.add_argument("--stacks", required=True, help="stacks from stacks.toml, comma-separated, or 'all'")
-    s.add_argument("--gpus", required=True, help="GPU profiles from stacks.toml, comma-separated")
-    s.add_argument("--dir", type=Path, required=True, help="a new folder on storage every node shares")
-    s.add_argument("--fleet", type=Path, default=None, help="fleet TOML: Slurm resources per GPU profile")
-    s.add_argument("--shards", default=None, help="split each plan into N shards, one task each (default 1)")
+    s.add_argument("--plan", type=existing_file, required=True, help="the bundle whose plan and kernels every task runs")
+    s.add_argument("--stacks", required=True, type=stack_list, help="stacks from stacks.toml, comma-separated, or 'all'")
+    s.add_argument("--gpus", required=True, type=gpu_list, help="GPU profiles from stacks.toml, comma-separated")
+    s.add_argument("--dir", type=out_dir, required=True, help="a new folder on storage every node shares")
+    s.add_argument("--fleet", type=existing_file, default=None, help="fleet TOML: Slurm resources per GPU profile")
+    s.add_argument("--shards", type=positive_int, default=None, help="split each plan into N shards, one task each (default 1)")
     s.add_argument("--mode", choices=("auto", "compile-only", "gpu"), default="auto",
                    help="auto: on the GPU where the node has the profile's GPU, else compile-only")
     s.add_argument("--json", action="store_true")
@@ -39,37 +51,37 @@ def add_parser(sub) -> None:
 
     st = verbs.add_parser("status", help="pending, running, done, failed or missing, per task, with Slurm's reason",
                           epilog="example: reprokit fleet status /shared/f1")
-    st.add_argument("dir", type=Path)
+    st.add_argument("dir", type=existing_dir)
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=run_status)
 
     c = verbs.add_parser("collect", help="verify every bundle, merge them into one grid and report",
                          epilog="example: reprokit fleet collect /shared/f1 --resubmit")
-    c.add_argument("dir", type=Path)
+    c.add_argument("dir", type=existing_dir)
     c.add_argument("--resubmit", action="store_true", help="submit again only the tasks that failed or are missing")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_collect)
 
     k = verbs.add_parser("cancel", help="scancel every job of the fleet that still runs",
                          epilog="example: reprokit fleet cancel /shared/f1")
-    k.add_argument("dir", type=Path)
+    k.add_argument("dir", type=existing_dir)
     k.set_defaults(func=run_cancel)
 
     r = verbs.add_parser("render", help="write the fleet as Kubernetes indexed Jobs, one per GPU profile",
                          epilog="example: reprokit fleet render /shared/f1 --k8s --image registry/reprokit:1 "
                                 "--claim fleet-pvc --out k8s/")
-    r.add_argument("dir", type=Path)
+    r.add_argument("dir", type=existing_dir)
     r.add_argument("--k8s", action="store_true", required=True, help="Kubernetes (the one renderer today)")
-    r.add_argument("--image", required=True, help="container image with reprokit and the stack")
-    r.add_argument("--claim", required=True, help="PersistentVolumeClaim that holds the fleet folder")
-    r.add_argument("--out", type=Path, required=True, help="folder for the manifests")
+    r.add_argument("--image", required=True, type=image_ref, help="container image with reprokit and the stack")
+    r.add_argument("--claim", required=True, type=k8s_name, help="PersistentVolumeClaim that holds the fleet folder")
+    r.add_argument("--out", type=out_dir, required=True, help="folder for the manifests")
     r.set_defaults(func=run_render)
 
     t = verbs.add_parser("task", help="run one task of a fleet here (what each Slurm array task runs)")
-    t.add_argument("dir", type=Path)
-    t.add_argument("index", nargs="?", type=int, default=None)
-    t.add_argument("--of-profile", default=None, help="INDEX counts only this profile's tasks (Kubernetes)")
-    t.add_argument("--index-from-env", default=None, metavar="VAR", help="read INDEX from this variable")
+    t.add_argument("dir", type=existing_dir)
+    t.add_argument("index", nargs="?", type=natural, default=None)
+    t.add_argument("--of-profile", type=gpu_profile, default=None, help="INDEX counts only this profile's tasks (Kubernetes)")
+    t.add_argument("--index-from-env", type=env_name, default=None, metavar="VAR", help="read INDEX from this variable")
     t.set_defaults(func=run_task)
 
 

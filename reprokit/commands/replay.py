@@ -9,7 +9,20 @@ from pathlib import Path
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from reprokit.capture import harness_error_message
-from reprokit.commands._common import EXECUTORS, add_gpu_args, console, gpu_from_args, say
+from reprokit.commands._common import (
+    EXECUTORS,
+    add_gpu_args,
+    console,
+    gpu_from_args,
+    say,
+)
+from reprokit.commands.argtypes import (
+    existing_file,
+    glob_list,
+    out_dir,
+    positive_int,
+    stack_list,
+)
 from reprokit.compare.render import change_lines, grid_table
 from reprokit.compare.replay import bundle_profile, bundle_stack, replay
 from reprokit.config import load_config
@@ -30,12 +43,12 @@ def add_parser(sub) -> None:
         epilog="example: reprokit replay bundles/examples/triton-3.0-cu129-h100.tgz "
                "--stacks triton-3.6-cu130,triton-3.9-cu132 --executor venv",
     )
-    p.add_argument("bundle", type=Path)
-    p.add_argument("--stacks", default=None, help="stacks from stacks.toml to replay on (default: the bundle's own)")
-    p.add_argument("--cases", default=None, metavar="GLOBS", help="replay only these of the bundle's cases")
+    p.add_argument("bundle", type=existing_file, metavar="BUNDLE", help="a bundle .tgz")
+    p.add_argument("--stacks", type=stack_list, default=None, help="stacks from stacks.toml to replay on (default: the bundle's own)")
+    p.add_argument("--cases", type=glob_list, default=None, metavar="GLOBS", help="replay only these of the bundle's cases")
     p.add_argument("--executor", choices=EXECUTORS, default="auto")
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--out", type=Path, default=Path("bundles"))
+    p.add_argument("--workers", type=positive_int, default=1, help="cases compiled at once (default 1)")
+    p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the new bundles (default bundles/)")
     p.add_argument("--share", action="store_true")
     p.add_argument("--all", action="store_true", help="list every case, not only those that moved")
     p.add_argument("--json", action="store_true", help="print the grid as JSON")

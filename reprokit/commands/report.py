@@ -4,8 +4,8 @@ page over one or more bundles of one GPU profile."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
+from reprokit.commands.argtypes import existing_file, out_file
 from reprokit.report import FORMATS, check_out, render, write
 
 
@@ -20,9 +20,9 @@ def add_parser(sub) -> None:
         epilog="example: reprokit report bundles/golden/h100-triton-3.0.0/*.tgz "
                "bundles/golden/h100-triton-3.6.0/*.tgz --format html --out /tmp/report.html",
     )
-    p.add_argument("bundles", type=Path, nargs="+", metavar="BUNDLE", help="bundle .tgz files, baseline first")
+    p.add_argument("bundles", type=existing_file, nargs="+", metavar="BUNDLE", help="bundle .tgz files, baseline first")
     p.add_argument("--format", choices=FORMATS, default="md", help="md (default) or html")
-    p.add_argument("--out", type=Path, default=None, metavar="FILE",
+    p.add_argument("--out", type=out_file, default=None, metavar="FILE",
                    help="write here (atomically) instead of standard output")
     p.add_argument("--mixed-profiles", action="store_true",
                    help="allow bundles of different GPU profiles side by side (refused by default)")

@@ -8,12 +8,22 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reprokit.commands._common import add_run_args, console, outcomes_exit_code, print_grid, run_options, say
+from reprokit.commands._common import (
+    add_run_args,
+    console,
+    outcomes_exit_code,
+    print_grid,
+    run_options,
+    say,
+)
+from reprokit.commands.argtypes import out_dir, stack_list
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
 from reprokit.runs import run_stacks
+from reprokit.suite import expand_cases, load_suite, select
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -23,8 +33,8 @@ def add_parser(sub) -> None:
         epilog="example: reprokit run --gpu h100 --stacks triton-3.0-cu129,triton-3.5-cu130 --executor venv",
     )
     add_run_args(p)
-    p.add_argument("--stacks", default="all", help="comma-separated stack names from stacks.toml (default all)")
-    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundles (default bundles/)")
+    p.add_argument("--stacks", type=stack_list, default="all", help="comma-separated stack names from stacks.toml (default all)")
+    p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the bundles (default bundles/)")
     p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=run)
@@ -40,6 +50,9 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = cfg.select_stacks(args.stacks)
+    if args.cases:
+        # Said here, once, as capture says it: not as a failure of every stack (exit 3).
+        select(expand_cases(load_suite()), args.cases)
     options = run_options(args, profile)
     gpu = options.gpu
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from rich.table import Table
 
-from reprokit.bundle.readme import pinned, what_ran
 from reprokit.bundle.reader import Limits, open_bundle
+from reprokit.bundle.readme import pinned, what_ran
 from reprokit.commands._common import console, flat_case, verdict_table
+from reprokit.commands.argtypes import existing_file
 
 
 def add_parser(sub) -> None:
@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
                     "mode, provenance and verdict table. Nothing is written to disk.",
         epilog="example: reprokit show bundles/triton-3.5-cu130-h100-20261122T060012Z-1f8a14230e.tgz --json",
     )
-    p.add_argument("bundle", type=Path, metavar="BUNDLE", help="a bundle .tgz")
+    p.add_argument("bundle", type=existing_file, metavar="BUNDLE", help="a bundle .tgz")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprokit.bundle.reader import Limits, check
 from reprokit.bundle.signing import sign, verify_command
+from reprokit.commands.argtypes import existing_file, key_file
 from reprokit.errors import BundleInvalid
 
 
@@ -20,8 +20,8 @@ def add_parser(sub) -> None:
         epilog="example: reprokit sign bundles/triton-3.5-cu130-h100-20261122T060012Z-afebd0af86.tgz "
                "--key ~/.ssh/id_ed25519",
     )
-    p.add_argument("bundle", type=Path, metavar="BUNDLE", help="a bundle .tgz")
-    p.add_argument("--key", required=True, type=Path, help="SSH private key file (e.g. ~/.ssh/id_ed25519)")
+    p.add_argument("bundle", type=existing_file, metavar="BUNDLE", help="a bundle .tgz")
+    p.add_argument("--key", required=True, type=key_file, help="SSH private key file (e.g. ~/.ssh/id_ed25519)")
     p.add_argument("--json", action="store_true", help='print {"bundle", "signature", "sha256", "check"}')
     p.set_defaults(func=run)
 

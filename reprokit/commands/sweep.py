@@ -7,10 +7,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from reprokit.commands._common import EXECUTORS, console, say
+from reprokit.commands.argtypes import (
+    existing_file,
+    gpu_list,
+    out_dir,
+    positive_int,
+    shard,
+    stack_list,
+    sweep_spec,
+)
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions
@@ -27,19 +42,19 @@ def add_parser(sub) -> None:
                     "frontier.",
         epilog="example: reprokit sweep tma-invariants --stacks triton-3.5-cu130 --executor venv --workers 2 --reduced",
     )
-    p.add_argument("spec", nargs="?", help="TOML file or shipped sweep name")
-    p.add_argument("--stacks", default=None, help="only these stacks (comma-separated; default: the spec's)")
-    p.add_argument("--gpus", default=None, help="only these GPU profiles (comma-separated; default: the spec's)")
+    p.add_argument("spec", nargs="?", type=sweep_spec, help="TOML file or shipped sweep name")
+    p.add_argument("--stacks", type=stack_list, default=None, help="only these stacks (comma-separated; default: the spec's)")
+    p.add_argument("--gpus", type=gpu_list, default=None, help="only these GPU profiles (comma-separated; default: the spec's)")
     p.add_argument("--executor", choices=EXECUTORS, default="venv", help="where stacks run (default venv)")
-    p.add_argument("--workers", type=int, default=2, help="points compiled at once (default 2)")
+    p.add_argument("--workers", type=positive_int, default=2, help="points compiled at once (default 2)")
     p.add_argument("--reduced", action="store_true", help="the spec's reduced grid (what CI runs)")
-    p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (points dealt round-robin)")
+    p.add_argument("--shard", type=shard, default=None, metavar="I/N", help="run only shard I of N (points dealt round-robin)")
     p.add_argument("--sass", choices=("all", "base", "none"), default=None,
                    help="SASS per point: all, base (base and named points; default) or none")
-    p.add_argument("--work", type=Path, default=Path("bundles/.sweeps"),
+    p.add_argument("--work", type=out_dir, default=Path("bundles/.sweeps"),
                    help="folder for resumable per-point records (default bundles/.sweeps)")
-    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundles (default bundles/)")
-    p.add_argument("--merge", nargs="+", type=Path, metavar="BUNDLE", default=None,
+    p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the bundles (default bundles/)")
+    p.add_argument("--merge", nargs="+", type=existing_file, metavar="BUNDLE", default=None,
                    help="merge shard bundles of one sweep, stack and GPU into one bundle under --out")
     p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")

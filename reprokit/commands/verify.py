@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprokit.bundle import signing
 from reprokit.bundle.reader import Limits, check
+from reprokit.commands.argtypes import byte_size, existing_file
 from reprokit.errors import BundleUnusable
 
 
@@ -24,13 +24,13 @@ def add_parser(sub) -> None:
         epilog="example: reprokit verify bundles/triton-3.5-cu130-h100-20261122T060012Z-1f8a14230e.tgz "
                "--max-bytes 1G --json",
     )
-    p.add_argument("bundle", type=Path, metavar="BUNDLE", help="a bundle .tgz")
-    p.add_argument("--max-bytes", default=None, metavar="N",
+    p.add_argument("bundle", type=existing_file, metavar="BUNDLE", help="a bundle .tgz")
+    p.add_argument("--max-bytes", type=byte_size, default=None, metavar="N",
                    help="refuse bundles whose contents exceed N bytes (512M, 2G...; "
                         "default $REPROKIT_MAX_BUNDLE_BYTES or 2G)")
-    p.add_argument("--max-member-bytes", default=None, metavar="N",
+    p.add_argument("--max-member-bytes", type=byte_size, default=None, metavar="N",
                    help="refuse any file over N bytes (default $REPROKIT_MAX_MEMBER_BYTES or 512M)")
-    p.add_argument("--allowed-signers", type=Path, default=None, metavar="FILE",
+    p.add_argument("--allowed-signers", type=existing_file, default=None, metavar="FILE",
                    help="also require BUNDLE.sig to be a valid SSH signature by a key in FILE (OpenSSH's "
                         "allowed_signers format); without it, a BUNDLE.sig must still be a valid signature of "
                         "these bytes, and its key's fingerprint is reported, not checked against a trusted signer")

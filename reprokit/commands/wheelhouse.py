@@ -4,9 +4,14 @@ host side (see docs/offline.md)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprokit.commands._common import say
+from reprokit.commands.argtypes import (
+    extras_list,
+    out_dir,
+    platform_tag,
+    python_version,
+)
 from reprokit.wheelhouse import DEFAULT_EXTRAS, WheelhouseOptions, make
 
 
@@ -18,11 +23,11 @@ def add_parser(sub) -> None:
                     "the folder there and install with pip install --no-index --find-links (docs/offline.md).",
         epilog="example: reprokit wheelhouse --out wheels --python-version 3.12 --platform manylinux_2_28_x86_64",
     )
-    p.add_argument("--out", type=Path, required=True, help="folder to download into")
-    p.add_argument("--python-version", default=None, metavar="X.Y", help="the GPU host's Python (default: this one)")
-    p.add_argument("--platform", action="append", default=[], metavar="TAG",
+    p.add_argument("--out", type=out_dir, required=True, help="folder to download into")
+    p.add_argument("--python-version", type=python_version, default=None, metavar="X.Y", help="the GPU host's Python (default: this one)")
+    p.add_argument("--platform", type=platform_tag, action="append", default=[], metavar="TAG",
                    help="pip platform tag of the GPU host, repeatable (default: this machine's)")
-    p.add_argument("--extras", default=",".join(DEFAULT_EXTRAS), metavar="A,B",
+    p.add_argument("--extras", type=extras_list, default=",".join(DEFAULT_EXTRAS), metavar="A,B",
                    help=f"pyproject extras to add (default {','.join(DEFAULT_EXTRAS)}, what make installs; '' for none)")
     p.add_argument("--json", action="store_true", help="print the wheels as JSON")
     p.set_defaults(func=run)

@@ -20,7 +20,7 @@ from pathlib import Path
 from reprokit import locks
 from reprokit.capture import harness_results
 from reprokit.config import Config, GpuProfile, Stack
-from reprokit.errors import HarnessError, UsageError
+from reprokit.errors import FileSystemError, HarnessError, UsageError
 from reprokit.harness import write_json
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, Origin
@@ -96,7 +96,7 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOp
               progress=None) -> list[SweepOutcome]:
     """Every target of the spec; one stack's failure is recorded and the others go on.
     progress(key, done, total, state) is called as points finish."""
-    from reprokit.errors import ReprokitError
+    from reprokit.errors import OutputBusy, ReprokitError
 
     outcomes = []
     for profile, stack in targets(spec, cfg, opts):
@@ -104,6 +104,8 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOp
         try:
             outcomes.append(run_one(spec, profile, stack, opts, bundle, executor,
                                     progress=(lambda d, t, s, k=key: progress(k, d, t, s)) if progress else None))
+        except (FileSystemError, OutputBusy):
+            raise  # the OS refused a folder (cache, work, out): every other target would fail the same way
         except ReprokitError as e:
             outcomes.append(SweepOutcome(stack.name, profile.key, None, None, str(e)))
             if progress:
@@ -116,7 +118,10 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
     plan = build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
                             mode=opts.mode)
     work = work_dir(opts, spec, stack, profile)
-    work.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        work.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(work.parent, e, "cannot make the sweep's work folder") from None
     with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
         epoch = _prepare_work(work, plan, bundle)
         total = len(plan["cases"])

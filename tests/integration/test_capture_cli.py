@@ -23,7 +23,7 @@ def reprokit(*args, cwd):
 
 @pytest.mark.parametrize("args,message", [
     (["--gpu", "a100"], "unknown GPU profile 'a100'"),
-    (["--gpu", "h100", "--workers", "0"], "--workers must be at least 1"),
+    (["--gpu", "h100", "--workers", "0"], "--workers: must be at least 1"),
     (["--gpu", "h100", "--executor", "venv"], "--stack is required with --executor venv"),
     (["--gpu", "h100", "--executor", "venv", "--stack", "nope"], "unknown stack 'nope'"),
     (["--gpu", "h100", "--cases", "zzz*", "--executor", "venv", "--stack", "triton-3.6-cu130"],

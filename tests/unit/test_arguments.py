@@ -31,8 +31,8 @@ def _one_line(p) -> str:
     (["capture", "--gpu", "h100", "--case-timeout", "-1"], "--case-timeout: must be more than 0 seconds, got '-1'"),
     (["capture", "--gpu", "h100", "--case-timeout", "nan"], "--case-timeout: must be more than 0 seconds"),
     (["run", "--gpu", "h100", "--case-timeout", "soon"], "'soon' is not a number of seconds"),
-    (["run", "--gpu", "h100", "--stacks", "", "--executor", "venv"], "--stacks '' names no stack"),
-    (["run", "--gpu", "h100", "--stacks", ",", "--executor", "venv"], "--stacks ',' names no stack"),
+    (["run", "--gpu", "h100", "--stacks", "", "--executor", "venv"], "--stacks: '' names no stack"),
+    (["run", "--gpu", "h100", "--stacks", ",", "--executor", "venv"], "--stacks: ',' names no stack"),
     (["prepare", "--stacks", "triton-3.0-cu129,,triton-3.5-cu130"], "has an empty name between commas"),
 ])
 def test_bad_arguments_stop_at_the_door(tmp_path, args, message):
@@ -57,7 +57,7 @@ def test_parent_must_be_a_valid_bundle(tmp_path):
 def test_json_errors_are_json(tmp_path):
     p = _cli("show", tmp_path / "missing.tgz", "--json")
     assert p.returncode == 2
-    assert json.loads(p.stdout) == {"error": f"{tmp_path / 'missing.tgz'}: no such file", "exit_code": 2,
-                                    "problems": [f"{tmp_path / 'missing.tgz'}: no such file"]}
+    line = f"reprokit show: argument BUNDLE: {tmp_path / 'missing.tgz'}: no such file (see reprokit show --help)"
+    assert json.loads(p.stdout) == {"error": line, "exit_code": 2, "problems": [line]}
     p = _cli("capture", "--gpu", "h100", "--out", tmp_path / "o", "--case-timeout", "0", "--json")
     assert p.returncode == 2 and json.loads(p.stdout)["exit_code"] == 2

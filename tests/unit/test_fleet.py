@@ -127,7 +127,7 @@ def _cli(*args, env=None):
 @pytest.mark.parametrize("args,message", [
     (["--plan", "README.md", "--stacks", "triton-3.6-cu130", "--gpus", "h100"], "README.md"),
     (["--plan", "GOLDEN", "--stacks", "nope", "--gpus", "h100"], "unknown stack 'nope'"),
-    (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", ","], "--gpus ',' names nothing"),
+    (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", ","], "--gpus: ',' names no GPU profile"),
     (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", "a100"], "unknown GPU profile 'a100'"),
     (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", "h100", "--shards", "x"], "not a whole number"),
 ])

@@ -183,7 +183,7 @@ def test_bad_input_gets_one_line_and_an_exit_code(tmp_path, capsys):
     not_bundle.write_text("hello")
     cases = [
         ((not_bundle, "--out", out), 2, "not a gzip file"),
-        ((V30, V30, "--out", out), 2, "are the same bundle"),
+        ((V30, V30, "--out", out), 2, "is given twice"),
         ((V30, "--out", tmp_path), 2, "is a folder"),
         ((V30, "--out", tmp_path / "no" / "r.md"), 2, "does not exist"),
         ((V30, "--out", V30), 2, "is one of the input bundles"),
