@@ -235,7 +235,9 @@ def _scan(path: Path, limits: Limits, keep: Callable[[str], bool], write_to: Pat
         f = open(path, "rb")
     except FileNotFoundError:
         raise BundleUnusable(f"{path}: no such file") from None
-    except OSError as e:  # a folder, no permission, an I/O error: the system's refusal, exit 5
+    except IsADirectoryError:  # the user named the wrong thing: bad input, like a missing file
+        raise BundleUnusable(f"{path}: is a folder, not a bundle") from None
+    except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
         raise FileSystemError.of(path, e, "cannot be read") from None
     scan = _Scan()
     with f:

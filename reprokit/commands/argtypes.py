@@ -58,6 +58,12 @@ def existing_file(text: str) -> Path:
     return p
 
 
+def judged_file(text: str) -> Path:
+    """A file that a verb judges (verify): missing, a folder or not a bundle is its verdict, exit 2
+    in its own output (--json included), so only an empty path is refused here."""
+    return _path(text)
+
+
 @_os_trouble
 def key_file(text: str) -> Path:
     """A private key file that must exist; '~' is the user's home, as in ssh."""

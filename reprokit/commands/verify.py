@@ -6,7 +6,7 @@ import json
 
 from reprokit.bundle import signing
 from reprokit.bundle.reader import Limits, check
-from reprokit.commands.argtypes import byte_size, existing_file
+from reprokit.commands.argtypes import byte_size, existing_file, judged_file
 from reprokit.errors import BundleUnusable
 
 
@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
         epilog="example: reprokit verify bundles/triton-3.5-cu130-h100-20261122T060012Z-1f8a14230e.tgz "
                "--max-bytes 1G --json",
     )
-    p.add_argument("bundle", type=existing_file, metavar="BUNDLE", help="a bundle .tgz")
+    p.add_argument("bundle", type=judged_file, metavar="BUNDLE", help="a bundle .tgz")
     p.add_argument("--max-bytes", type=byte_size, default=None, metavar="N",
                    help="refuse bundles whose contents exceed N bytes (512M, 2G...; "
                         "default $REPROKIT_MAX_BUNDLE_BYTES or 2G)")

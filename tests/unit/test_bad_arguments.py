@@ -59,6 +59,9 @@ _NUMBERS = (_EMPTY, ("negative", "-1"), ("nan", "nan"), ("word", "many"))
 # One rule per argparse type (reprokit/commands/argtypes.py); what each refuses.
 RULES: dict[str, Rule] = {
     "existing_file": Rule(_p("file"), (_EMPTY, ("missing", _p("missing")), ("folder", _p("folder")))),
+    # What verify judges: missing or a folder is its verdict (exit 2, in its own --json), tested
+    # by test_what_a_verb_judges_is_its_verdict below.
+    "judged_file": Rule(_p("file"), (_EMPTY,)),
     "key_file": Rule(_p("file"), (_EMPTY, ("missing", _p("missing")), ("folder", _p("folder")))),
     "existing_dir": Rule(_p("folder"), (_EMPTY, ("missing", _p("missing")), ("file", _p("file")))),
     "existing_path": Rule(_p("file"), (_EMPTY, ("missing", _p("missing")), ("under-a-file", _p("under_file")))),
@@ -270,6 +273,16 @@ def test_values_the_documentation_declares_valid_reach_the_verb(key, places, tri
     value = dict(_rule(opt).bad)[key[2]]
     with pytest.raises(Reached):
         tripwire(argv(verb, places, opt.dest, [_resolve(value, places)]))
+
+
+@pytest.mark.parametrize("verb,opt", [(v, o) for v in VERBS for o in v.options if o.type_name == "judged_file"],
+                         ids=lambda x: getattr(x, "name", ""))
+@pytest.mark.parametrize("label", ["missing", "folder", "file"])
+def test_what_a_verb_judges_is_its_verdict(verb, opt, label, places, capsys):
+    """Not a bundle at all: exit 2 and one line of the verb's own output, not a traceback."""
+    code = cli.main(argv(verb, places, opt.dest, [str(getattr(places, label))]))
+    out, err = capsys.readouterr()
+    assert code == 2 and len(out.strip().splitlines()) == 1 and not err.strip(), (out, err)
 
 
 def test_every_argument_has_a_rule():
