@@ -17,7 +17,7 @@ from reprokit.options import HostEnv
 
 VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
          "report", "wheelhouse", "fleet",
-         "sweep")
+         "sweep", "trace")
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

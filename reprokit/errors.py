@@ -101,6 +101,13 @@ class FileSystemError(ReprokitError):
         return cls(f"{where}: {doing + ': ' if doing else ''}{e.strerror or e}")
 
 
+class ProgramFailed(ReprokitError):
+    """`reprokit trace`: the traced program exited non-zero. The bundle of what it launched before
+    is still written (its failure recorded in trace/trace.json); the verb then exits with this."""
+
+    exit_code = 6
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where Ctrl-C's KeyboardInterrupt would be, so that every
     clean-up that runs on Ctrl-C runs on them too; `main()` exits 128 + the signal."""

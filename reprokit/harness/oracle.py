@@ -131,8 +131,10 @@ def judge(case: dict, result: dict, gate: dict | None, triton: str | None = None
         return _v("inconclusive", None,
                   f"{case.get('gated_by')} showed no TMA ({gate.get('verdict')}), so this stress case cannot be judged")
     verdict = "tma" if emitted else "no-tma"
-    met = emitted == (expect == "tma")
     where = ", ".join(f"{lv}={counts[lv]}" for lv in LEVELS if lv in counts)
+    if expect is None:  # a declared or traced case without an expectation: what was seen, never "not met"
+        return _v(verdict, None, f"{'TMA' if emitted else 'no TMA'} at {level} ({where}); no expectation")
+    met = emitted == (expect == "tma")
     return _v(verdict, met, f"{'TMA' if emitted else 'no TMA'} at {level} ({where}); expected {expect}")
 
 

@@ -16,7 +16,7 @@ def case_cells(r: dict) -> dict:
     launch = r.get("launch")
     return {
         "id": r["id"], "family": r.get("family", ""), "control": r.get("control", ""),
-        "status": r.get("status", ""), "verdict": r.get("verdict", ""), "expect": r.get("expect", ""),
+        "status": r.get("status", ""), "verdict": r.get("verdict", ""), "expect": r.get("expect") or "-",
         "met": MET_TEXT.get(r.get("met"), "-"),
         **{lv: str(tma[lv]) if lv in tma else "-" for lv in LEVELS},
         "tma": " ".join(f"{lv}={tma[lv]}" for lv in LEVELS if tma.get(lv) is not None) or "-",

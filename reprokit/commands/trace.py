@@ -1,0 +1,142 @@
+"""`reprokit trace -- python script.py ARGS`: run a program, record every distinct kernel
+specialisation it launched, capture each as a call case, and pack the whole as one bundle."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from reprokit.commands._common import say
+from reprokit.config import Stack, load_config
+from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
+from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.trace import plan as trace_plan
+from reprokit.trace import program
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "trace", help="run your program, record the Triton kernels it launches, and bundle them as cases",
+        description="Run a program with a recorder in its own Triton, keep every distinct kernel specialisation "
+                    "it compiled and launched (source, signature, constexprs, options, grid, arguments), then "
+                    "capture each as a call case (IR at every level, SASS, TMA counts) and pack one bundle. "
+                    "With no GPU the program runs under Triton's interpreter (TRITON_INTERPRET=1). A program "
+                    f"that fails still gives a bundle of what it launched; trace then exits "
+                    f"{ProgramFailed.exit_code}.",
+        epilog="example: reprokit trace --gpu h100 --out bundles -- python my_kernels.py --size 4096",
+    )
+    p.add_argument("--gpu", default="h100", help="GPU profile to compile for (default h100); on a GPU host it "
+                                                 "must match the GPU, as for run")
+    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundle (default bundles/)")
+    p.add_argument("--tensors", choices=program.TENSORS, default="none",
+                   help="also keep each specialisation's input and output tensors: small (up to 1 MiB each), "
+                        "all (up to 1 GiB each); default none")
+    p.add_argument("--workers", type=int, default=2, help="parallel compiles in the capture (default 2)")
+    p.add_argument("--allow-gpu-mismatch", action="store_true",
+                   help="trace on a GPU whose name or memory is not the profile's (same capability)")
+    p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                   help="the program to run, after --, as you would run it")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    argv = list(args.command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    program.resolve(tuple(argv))
+    if args.workers < 1:
+        raise UsageError(f"trace: --workers {args.workers}: must be at least 1")
+    cfg = load_config()
+    profile = cfg.gpu(args.gpu)
+    gpu = _gpu(args, profile)
+    interpret = not gpu.on_gpu
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
+    options = program.TraceOptions(tuple(argv), profile.to_dict(), interpret, args.tensors,
+                                   stdout_to_stderr=args.json)
+    scratch = Path(tempfile.mkdtemp(prefix=".trace-", dir=out))
+    try:
+        say(f"trace: running {' '.join(argv)}" + (" under the interpreter (no GPU)" if interpret else ""))
+        ran = program.run(options, scratch / "records", dict(args.host.environ or {}))
+        if ran.start is None:
+            raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} without importing triton: "
+                             "nothing to trace")
+        if not ran.specs:
+            raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} and launched no Triton kernel")
+        say(f"trace: {len(ran.specs)} specialisation(s) in {ran.seconds:.2f} s; capturing them")
+        t0 = time.perf_counter()
+        bundle, results = _capture(args, ran, profile, gpu, scratch, argv, interpret)
+        capture_s = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _report(args, ran, bundle, results, capture_s)
+
+
+def _gpu(args, profile) -> GpuOptions:
+    """The host's GPU checked against the profile as `run` does; a host without one traces under
+    the interpreter (the capture is compile-only either way)."""
+    from reprokit.gpu import gpu_options
+
+    environ = args.host.environ or {}
+    return gpu_options(profile, "auto", allow_mismatch=args.allow_gpu_mismatch,
+                       cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool):
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.capture import capture
+    from reprokit.executors.local import LocalExecutor
+
+    start = ran.start
+    stem = Path(argv[1]).stem if len(argv) > 1 and argv[1].endswith(".py") else Path(argv[0]).name
+    stack = Stack(name=f"trace-{stem}", triton=start["triton"], torch=start.get("torch"),
+                  python=start.get("python_version") or platform.python_version())
+    plan = trace_plan.build(ran, profile, stack.pins())
+    kernels = scratch / "records" / "kernels"
+    (kernels / "suite.toml").write_text("# A traced program's kernels: plan.json holds its cases.\n"
+                                        '[suite]\nname = "trace"\n')
+    executor = LocalExecutor(python=start["python"], host=args.host)
+    options = RunOptions(replace(gpu, mode="compile-only"), workers=args.workers, plan=plan, kernels=kernels,
+                         force=True)
+    # Captured beside the bundle (as `run` does), so a failed harness run's logs stay where the error says.
+    cap = capture(stack, executor, Path(args.out) / f"{stack.name}-{profile.key}", options)
+    trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
+                            trace_plan.summary(ran, argv, interpret, args.tensors))
+    bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions.from_host(args.host, args.out, share=args.share))
+    shutil.rmtree(cap.out_dir)
+    if cap.harness_errors():
+        from reprokit.capture import harness_error_message
+
+        say(f"reprokit: {harness_error_message(stack.name, cap.harness_errors())}")
+    return bundle, cap.results
+
+
+def _report(args, ran, bundle: Path, results: dict, capture_s: float) -> int:
+    cases = results.get("cases", [])
+    if args.json:
+        print(json.dumps({"bundle": str(bundle), "program": {"exit_code": ran.exit_code, "seconds": round(ran.seconds, 3)},
+                          "capture_s": round(capture_s, 3),
+                          "cases": [{"id": c["id"], "status": c["status"], "verdict": c.get("verdict"),
+                                     "tma": c.get("tma")} for c in cases]}, indent=1))
+    else:
+        for c in cases:
+            say(f"  {c['id']}: {c['status']}, {c.get('verdict')}")
+        say(f"trace: {bundle} (program {ran.seconds:.2f} s, capture {capture_s:.2f} s)")
+    if ran.exit_code != 0:
+        say(f"reprokit: trace: the program exited {ran.exit_code}; the bundle holds the "
+            f"{len(ran.specs)} specialisation(s) it launched before, and its failure (trace/trace.json)")
+        return ProgramFailed.exit_code
+    if any(c["status"] == "harness_error" for c in cases):
+        return HarnessError.exit_code
+    return 0

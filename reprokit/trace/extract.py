@@ -1,0 +1,154 @@
+"""A traced kernel as a file of its own: the kernel, the @jit functions it calls and the
+module-level names they use, and nothing of the program around them.
+
+The program's own module cannot be the case's kernel file: a script runs its whole program when
+loaded (the harness loads the file to compile it), and imports siblings the bundle lacks. So the
+kernel's source is written out with what it reaches: modules it names become imports, @jit
+helpers their source, constants their value. Decorators become a plain `@triton.jit` with the
+JIT's own arguments: an autotuner's configs and a heuristic's values are already in each recorded
+call, so each case compiles exactly one specialisation.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+import triton
+import triton.language as tl
+
+from reprokit.harness.speckey import dtype_name
+
+
+def is_jit(obj) -> bool:
+    """A @triton.jit object: a JITFunction, or the interpreter's InterpretedFunction."""
+    from triton.runtime.jit import JITFunction
+
+    if isinstance(obj, JITFunction):
+        return True
+    return type(obj).__name__ == "InterpretedFunction" and isinstance(getattr(obj, "fn", None), types.FunctionType)
+
+
+def names_used(code: types.CodeType) -> list:
+    """Every global or attribute name the code (and the code nested in it) mentions, in order."""
+    out = []
+    for name in code.co_names:
+        if name not in out:
+            out.append(name)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out += [n for n in names_used(const) if n not in out]
+    return out
+
+
+class Extraction:
+    """Collects one kernel's reach; `text()` is the file."""
+
+    def __init__(self):
+        self.imports: list = []
+        self.values: list = []
+        self.functions: list = []
+        self.done: set = set()
+        self.skipped: list = []
+
+    def visit(self, fn: types.FunctionType) -> None:
+        g = fn.__globals__
+        for name in names_used(fn.__code__):
+            if name in self.done or name not in g:
+                continue
+            self.done.add(name)
+            self._one(name, g[name])
+
+    def _one(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType):
+            self.imports.append(f"import {value.__name__} as {name}" if value.__name__ != name
+                                else f"import {name}")
+        elif is_jit(value):
+            inner = _jit_fn(value)
+            self.visit(inner)
+            self.functions.append(function_source(value, inner))
+        elif isinstance(value, tl.constexpr):
+            self.values.append(f"{name} = triton.language.constexpr({_literal(value.value)})")
+        elif isinstance(value, tl.dtype):
+            self.values.append(f"{name} = triton.language.{dtype_name(value)}")
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            self.values.append(f"{name} = {value!r}")
+        elif isinstance(value, (types.FunctionType, type)) and _has_source(value):
+            # Plain Python the kernel calls at compile time (a constexpr_function, a helper class).
+            if isinstance(value, types.FunctionType):
+                self.visit(value)
+            self.functions.append(textwrap.dedent(inspect.getsource(value)))
+        elif callable(value) and getattr(value, "__module__", "") and \
+                str(getattr(value, "__module__", "")).split(".")[0] in ("triton", "torch", "numpy", "math"):
+            self.imports.append(f"from {value.__module__} import {getattr(value, '__name__', name)} as {name}")
+        else:
+            self.skipped.append(name)
+
+    def text(self, origin: str) -> str:
+        head = [f'"""{origin}: extracted by reprokit trace (the kernel, the @jit functions it calls, and the',
+                'module-level names they use)."""', "", "import triton", "import triton.language"]
+        body = sorted(set(self.imports)) + [""] + self.values
+        return "\n".join(head + body + [""] + ["\n" + f for f in self.functions]) + "\n"
+
+
+def _jit_fn(obj) -> types.FunctionType:
+    return obj.fn
+
+
+def _has_source(value) -> bool:
+    try:
+        inspect.getsource(value)
+        return True
+    except (OSError, TypeError):
+        return False
+
+
+def _literal(value) -> str:
+    if isinstance(value, tl.dtype):
+        return f"triton.language.{dtype_name(value)}"
+    return repr(value)
+
+
+def function_source(jit, fn: types.FunctionType) -> str:
+    """The function's own text under a plain `@triton.jit(...)` carrying the JIT's arguments."""
+    src = textwrap.dedent(inspect.getsource(fn))
+    tree = ast.parse(src)
+    node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    lines = src.splitlines()
+    body = "\n".join(lines[node.lineno - 1:])
+    args = {}
+    for key in ("do_not_specialize", "do_not_specialize_on_alignment"):
+        v = getattr(jit, key, None) or (getattr(jit, "kwargs", {}) or {}).get(key)
+        if v:
+            args[key] = list(v)
+    for key in ("noinline", "debug"):
+        v = getattr(jit, key, None)
+        if v is None:
+            v = (getattr(jit, "kwargs", {}) or {}).get(key)
+        if v:
+            args[key] = v
+    deco = "@triton.jit" if not args else "@triton.jit(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+    return f"{deco}\n{body}\n"
+
+
+def extract(kernel) -> tuple:
+    """(file text, names left out) for a kernel object (@jit, or @autotune/@heuristics over one)."""
+    jit = kernel
+    while not is_jit(jit):
+        jit = jit.fn
+    fn = _jit_fn(jit)
+    ex = Extraction()
+    ex.done.add(fn.__name__)
+    ex.visit(fn)
+    ex.functions.append(function_source(jit, fn))
+    where = f"{inspect.getsourcefile(fn) or '?'}:{fn.__code__.co_firstlineno}"
+    return ex.text(f"{fn.__name__} from {_short(where)}"), list(ex.skipped)
+
+
+def _short(path: str) -> str:
+    """The file's base name: an extracted file never names the host's folders."""
+    import os
+
+    return os.path.basename(path)

@@ -1,0 +1,117 @@
+"""A traced program's records as a plan: one declared "call" case per distinct specialisation.
+
+Each case carries the call as the contract in docs/user-cases.md writes it (`kind: "call"`,
+`call: {args, grid, options}`), and beside it the signature, constexprs and divisibility the
+release's JIT derived from the live arguments (reprokit.harness.speckey), which the harness
+compiles. Its `trace` object says where the kernel came from, how often it launched, and, for an
+autotuned kernel, which config it is and whether the program ran with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from reprokit.config import GpuProfile
+from reprokit.suite import PLAN_FORMAT
+
+SUITE = "trace"
+# The JIT's defaults on the NVIDIA backend (CUDAOptions) when a launch names neither.
+DEFAULT_WARPS, DEFAULT_STAGES = 4, 3
+_SLUG = re.compile(r"[^a-z0-9_.-]+")
+
+
+def case_ids(specs) -> dict:
+    """spec number -> case id: `<kernel>.<k>`, k counting that kernel's specialisations in launch order."""
+    ids, per_kernel = {}, {}
+    for s in specs:
+        base = _SLUG.sub("-", s["kernel"].lower()).strip("-.") or "kernel"
+        if not base[0].isalnum():
+            base = "k" + base
+        per_kernel[base] = per_kernel.get(base, 0) + 1
+        ids[s["n"]] = f"{base}.{per_kernel[base]}"
+    return ids
+
+
+def chosen_configs(specs, autotune) -> dict:
+    """spec number -> True for the configs an autotuner let the program run with."""
+    chosen = {}
+    for ev in autotune:
+        pick = ev.get("chosen")
+        if not pick:
+            continue
+        for s in specs:
+            if s["kernel"] != ev["kernel"] or s.get("autotune") is None:
+                continue
+            consts = s["call"]["args"]
+            opts = s["options"]
+            if all(consts.get(k) == v for k, v in pick["kwargs"].items()) and \
+                    all(opts.get(k, v) == v for k, v in pick.items() if k != "kwargs"):
+                chosen[s["n"]] = True
+    return chosen
+
+
+def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) -> dict:
+    """The plan for a ProgramRun's specialisations, in the order the program first launched them."""
+    ids = case_ids(run.specs)
+    chosen = chosen_configs(run.specs, run.autotune)
+    counts = next((r["launches"] for r in run.records if r["type"] == "end"), {})
+    cases = []
+    for s in run.specs:
+        opts = s["options"]
+        src = s.get("source") or {}
+        trace = {"n": s["n"], "launched": s["n"] in run.launched, "launches": counts.get(str(s["n"])),
+                 "source": {"file": f"trace/sources/{Path(src['path']).name}" if src.get("path") else None,
+                            "line": src.get("line")},
+                 "left_out": list(s.get("skipped_names") or [])}
+        if s.get("autotune"):
+            trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
+        cases.append({
+            "id": ids[s["n"]], "kind": "call", "family": SUITE, "control": "call",
+            "description": f"{s['kernel']} as {Path(src.get('path') or '?').name}:{src.get('line')} launched it",
+            "kernel": {"file": s["file"], "function": s["kernel"]},
+            "call": s["call"],
+            "signature": dict(s["signature"]), "constexprs": dict(s["constexprs"]),
+            "divisible_by_16": list(s["divisible_by_16"]),
+            "num_warps": int(opts.get("num_warps", DEFAULT_WARPS)),
+            "num_stages": int(opts.get("num_stages", DEFAULT_STAGES)),
+            "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),
+            "trace": trace,
+        })
+    return {"format": PLAN_FORMAT, "suite": SUITE, "mode": "compile-only", "profile": profile.to_dict(),
+            "stack": stack, "problem": {}, "sass": True, "timeout_s": float(timeout_s), "cases": cases}
+
+
+def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
+    """trace/trace.json: how the program ran and what the recorder saw, beside the plan."""
+    ids = case_ids(run.specs)
+    return {
+        "format": 1, "command": list(argv), "exit_code": run.exit_code,
+        "failed": run.exit_code != 0,
+        "stderr_tail": run.stderr_tail if run.exit_code != 0 else "",
+        "interpreter": interpret, "tensors": tensors,
+        "triton": (run.start or {}).get("triton"), "torch": (run.start or {}).get("torch"),
+        "cases": [ids[s["n"]] for s in run.specs],
+        "autotune": [{"kernel": a["kernel"], "call": a["call"], "configs": a["configs"], "chosen": a["chosen"],
+                      "chosen_by": a["chosen_by"],
+                      "cases": [ids[s["n"]] for s in run.specs
+                                if (s.get("autotune") or {}).get("call") == a["call"]]} for a in run.autotune],
+        "missed": [{"kernel": m["kernel"], "error": m["error"]} for m in run.misses],
+        "tensor_files": sorted({f"trace/tensors/{r['file']}" for r in run.records if r["type"] == "tensors"}),
+    }
+
+
+def write_extras(run, trace_dir: Path, capture_dir: Path, summary_doc: dict) -> None:
+    """Put trace.json, the programs' own module files and any kept tensors in the capture's trace/."""
+    dest = capture_dir / "trace"
+    (dest / "sources").mkdir(parents=True, exist_ok=True)
+    (dest / "trace.json").write_text(json.dumps(summary_doc, indent=1, sort_keys=True) + "\n")
+    for s in run.specs:
+        path = (s.get("source") or {}).get("path")
+        if path and Path(path).is_file() and not (dest / "sources" / Path(path).name).exists():
+            shutil.copyfile(path, dest / "sources" / Path(path).name)
+    tensors = trace_dir / "tensors"
+    if tensors.is_dir():
+        shutil.copytree(tensors, dest / "tensors")

@@ -1,0 +1,308 @@
+"""Inside the traced program: see every kernel launch, and write down each new specialisation.
+
+Installed by boot/sitecustomize.py right after `import triton` finishes. What it wraps, the same
+on every release 3.0-3.9 (each has these methods under these names; the hooks do not line up):
+
+- `JITFunction.run(*args, grid, warmup, **kwargs)`: every launch (and warm-up) of a compiled
+  kernel, on a GPU, with the real arguments; `InterpretedFunction.run` is the same under
+  TRITON_INTERPRET=1, where JIT hooks (cache_hook, jit_cache_hook, launch hooks) never fire.
+- `Autotuner.run`: which configs were tried and which one the program got. Under the interpreter
+  its benchmarker would ask the driver: it gets an ordinal benchmarker (standin.OrdinalBench), so
+  every config runs once, all are recorded, and the first is the one the program goes on with.
+
+The specialisation of each launch comes from `reprokit.harness.speckey` (the release's own
+binder), never from the hooks, so GPU and interpreter traces are alike. A launch whose
+specialisation was seen before costs a dictionary look-up. Records are appended to
+`$REPROKIT_TRACE_DIR/records.jsonl` and flushed at once, so a program that dies midway leaves
+everything it launched before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import platform
+import sys
+import threading
+
+_STATE: dict = {}
+_LOCK = threading.RLock()
+
+
+def install() -> None:
+    """Wrap Triton's launch paths once (idempotent); a no-op unless reprokit trace started us."""
+    if _STATE or not os.environ.get("REPROKIT_TRACE_DIR"):
+        return
+    import triton
+
+    out = os.environ["REPROKIT_TRACE_DIR"]
+    profile = json.loads(os.environ.get("REPROKIT_TRACE_PROFILE") or "{}")
+    interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    os.makedirs(os.path.join(out, "kernels"), exist_ok=True)
+    _STATE.update(out=out, profile=profile, capability=int(profile.get("capability", 90)), interpret=interpret,
+                  tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), seen={}, kernels={}, autotune=[],
+                  log=open(os.path.join(out, "records.jsonl"), "a"), count=0, standin=None)
+    _event({"type": "start", "triton": triton.__version__, "interpret": interpret, "python": sys.executable,
+            "python_version": platform.python_version(), "torch": _version("torch")})
+    atexit.register(_finish)
+    from triton.runtime import jit
+
+    _wrap_run(jit.JITFunction)
+    if interpret:
+        from triton.runtime import interpreter
+        from reprokit.trace import standin
+
+        _wrap_run(interpreter.InterpretedFunction)
+        _STATE["standin"] = standin.install(profile)
+    from triton.runtime import autotuner
+
+    _wrap_autotuner(autotuner.Autotuner)
+
+
+def _version(dist: str):
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _finish() -> None:
+    """At a normal exit (a raised exception included): how often each specialisation launched."""
+    with _LOCK:
+        counts = {str(e["n"]): e["launches"] for e in _STATE["seen"].values()}
+    _event({"type": "end", "launches": counts})
+
+
+def _event(rec: dict) -> None:
+    log = _STATE["log"]
+    log.write(json.dumps(rec, sort_keys=True) + "\n")
+    log.flush()
+
+
+def _wrap_run(cls) -> None:
+    original = cls.run
+    if getattr(original, "_reprokit_wrapped", False):
+        return
+
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        entry = None
+        if not warmup:
+            try:
+                entry = _see(self, args, kwargs, grid)
+            except Exception as e:  # noqa: BLE001 - the program must run as it would untraced; the miss is recorded
+                _event({"type": "miss", "kernel": _name(self), "error": f"{type(e).__name__}: {e}"[:500]})
+        if entry is not None and entry.get("save"):
+            _save_tensors(entry, args, kwargs, "inputs")
+        result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if entry is not None:
+            if entry.get("save"):
+                _save_tensors(entry, args, kwargs, "outputs")
+            if not entry.get("launched"):
+                entry["launched"] = True
+                _event({"type": "launched", "n": entry["n"]})
+        return result
+
+    run._reprokit_wrapped = True
+    cls.run = run
+
+
+def _name(kernel) -> str:
+    fn = getattr(kernel, "fn", None)
+    return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "?")
+
+
+def _see(kernel, args: tuple, kwargs: dict, grid):
+    """The record of this launch's specialisation: new ones are written out, known ones counted."""
+    from reprokit.harness import speckey
+
+    spec, bound = speckey.derive_bound(kernel, args, kwargs, _STATE["capability"])
+    key = (id(getattr(kernel, "fn", kernel)), spec.key())
+    with _LOCK:
+        entry = _STATE["seen"].get(key)
+        if entry is not None:
+            entry["launches"] += 1
+            return None
+        _STATE["count"] += 1
+        n = _STATE["count"]
+        entry = {"n": n, "launches": 1, "launched": False, "save": _STATE["tensors"] != "none"}
+        _STATE["seen"][key] = entry
+        kfile = _kernel_file(kernel)
+        tuning = _TUNING.stack[-1] if getattr(_TUNING, "stack", None) else None
+        rec = {"type": "spec", "n": n, "kernel": _name(kernel), "file": kfile["file"], "source": kfile["source"],
+               "skipped_names": kfile["skipped"], "call": _call(kernel, bound, kwargs, grid, spec),
+               "signature": dict(spec.signature),
+               "constexprs": {k: speckey.encode(v) for k, v in spec.constexprs.items()},
+               "divisible_by_16": list(spec.divisible_by_16), "options": _plain(spec.options),
+               "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}}
+        _event(rec)
+        return entry
+
+
+def _plain(d: dict) -> dict:
+    return {k: (v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)) for k, v in d.items()}
+
+
+def _kernel_file(kernel) -> dict:
+    """The extracted source file of this kernel (written once per kernel), and where it came from."""
+    import inspect
+
+    from reprokit.trace import extract
+
+    jit = kernel
+    while not extract.is_jit(jit):
+        jit = jit.fn
+    fn = jit.fn
+    known = _STATE["kernels"].get(id(fn))
+    if known is not None:
+        return known
+    text, skipped = extract.extract(jit)
+    src = inspect.getsourcefile(fn) or ""
+    stem = os.path.splitext(os.path.basename(src))[0] or "kernel"
+    name = f"{stem}.{fn.__name__}.py"
+    taken = {k["file"] for k in _STATE["kernels"].values()}
+    i = 2
+    while name in taken:  # two kernels of one name in two modules of one name
+        name, i = f"{stem}.{fn.__name__}-{i}.py", i + 1
+    with open(os.path.join(_STATE["out"], "kernels", name), "w") as f:
+        f.write(text)
+    known = {"file": name, "skipped": skipped,
+             "source": {"path": os.path.abspath(src) if src else None, "line": fn.__code__.co_firstlineno}}
+    _STATE["kernels"][id(fn)] = known
+    return known
+
+
+def _call(kernel, bound: dict, kwargs: dict, grid, spec) -> dict:
+    """The launch as docs/user-cases.md writes a call: arguments by example, grid, options."""
+    from reprokit.harness import speckey
+
+    jit = speckey.jit_function(kernel)
+    args = {}
+    for p in jit.params:
+        args[p.name] = describe(bound.get(p.name))
+    g = grid(dict(bound)) if callable(grid) else grid
+    g = [int(x) for x in (g if isinstance(g, (tuple, list)) else [g])]
+    return {"args": args, "grid": g, "options": _plain(spec.options)}
+
+
+def describe(value):
+    """One argument as the call contract writes it (tensors by metadata, never by data)."""
+    from reprokit.harness import speckey
+
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "stride"):
+        return _tensor(value)
+    if type(value).__name__ == "TensorDescriptor" and hasattr(value, "block_shape"):
+        base = value.base
+        d = _tensor(base)
+        d["tensor"] = [int(x) for x in value.shape]
+        d["strides"] = [int(x) for x in value.strides]
+        return {"descriptor": d, "block": [int(x) for x in value.block_shape]}
+    try:
+        return speckey.encode(value)
+    except TypeError:
+        return {"repr": repr(value)[:200]}
+
+
+def _tensor(t) -> dict:
+    ptr = int(t.data_ptr())
+    align = 16
+    while align > 1 and ptr % align:
+        align //= 2
+    return {"tensor": [int(x) for x in t.shape], "dtype": str(t.dtype).split(".")[-1],
+            "strides": [int(x) for x in t.stride()], "align": align}
+
+
+# Size caps for --tensors: small keeps tensors up to 1 MiB each (16 MiB a launch), all up to 1 GiB.
+_CAPS = {"small": (1 << 20, 16 << 20), "all": (1 << 30, 4 << 30)}
+
+
+def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str) -> None:
+    """The first launch's tensors, before (inputs) and after (outputs), up to the mode's caps."""
+    import torch
+
+    each, total = _CAPS[_STATE["tensors"]]
+    if when == "outputs" and any(t.is_cuda for t in _tensors(args, kwargs).values()):
+        torch.cuda.synchronize()
+    kept, left, used = {}, [], 0
+    for name, t in _tensors(args, kwargs).items():
+        size = t.numel() * t.element_size()
+        if size > each or used + size > total:
+            left.append(name)
+            continue
+        kept[name] = t.detach().to("cpu", copy=True)
+        used += size
+    path = os.path.join(_STATE["out"], "tensors", f"{entry['n']:04d}.{when}.pt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    torch.save(kept, path)
+    _event({"type": "tensors", "n": entry["n"], "when": when, "file": os.path.basename(path),
+            "kept": sorted(kept), "over_cap": sorted(left)})
+    if when == "outputs":
+        entry["save"] = False
+
+
+def _tensors(args: tuple, kwargs: dict) -> dict:
+    out = {}
+    for i, v in enumerate(args):
+        if hasattr(v, "data_ptr") and hasattr(v, "numel"):
+            out[f"arg{i}"] = v
+    for k, v in kwargs.items():
+        if hasattr(v, "data_ptr") and hasattr(v, "numel"):
+            out[k] = v
+    return out
+
+
+# --- autotuning ---------------------------------------------------------------------------
+
+_TUNING = threading.local()
+
+
+def _config(cfg) -> dict:
+    kw = getattr(cfg, "kwargs", {}) or {}
+    out = {"kwargs": {k: describe(v) for k, v in kw.items()}}
+    for key in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        v = getattr(cfg, key, None)
+        if v is not None:
+            out[key] = v
+    return out
+
+
+def _wrap_autotuner(cls) -> None:
+    original = cls.run
+    if getattr(original, "_reprokit_wrapped", False):
+        return
+
+    def run(self, *args, **kwargs):
+        stack = getattr(_TUNING, "stack", None)
+        if stack is None:
+            stack = _TUNING.stack = []
+        with _LOCK:
+            _STATE["autotune_calls"] = _STATE.get("autotune_calls", 0) + 1
+            call = _STATE["autotune_calls"]
+        name = _name_of_tuned(self)
+        stack.append({"kernel": name, "call": call})
+        if _STATE["interpret"]:
+            from reprokit.trace.standin import OrdinalBench
+
+            # cached_property (3.4+) and the plain attribute (3.0-3.3) both read the instance's dict first.
+            self.__dict__["do_bench"] = OrdinalBench()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            stack.pop()
+            best = getattr(self, "best_config", None)
+            _event({"type": "autotune", "kernel": name, "call": call, "configs": [_config(c) for c in self.configs],
+                    "chosen": _config(best) if best is not None else None,
+                    "chosen_by": "trace: first config (the interpreter cannot time)" if _STATE["interpret"]
+                    else "autotuner"})
+
+    run._reprokit_wrapped = True
+    cls.run = run
+
+
+def _name_of_tuned(tuner) -> str:
+    fn = tuner
+    while hasattr(fn, "fn"):
+        fn = fn.fn
+    return getattr(fn, "__name__", "?")
