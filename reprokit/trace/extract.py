@@ -16,7 +16,6 @@ import inspect
 import textwrap
 import types
 
-import triton
 import triton.language as tl
 
 from reprokit.harness.speckey import dtype_name

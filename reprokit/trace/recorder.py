@@ -42,7 +42,8 @@ def install() -> None:
     os.makedirs(os.path.join(out, "kernels"), exist_ok=True)
     _STATE.update(out=out, profile=profile, capability=int(profile.get("capability", 90)), interpret=interpret,
                   tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), seen={}, kernels={}, autotune=[],
-                  log=open(os.path.join(out, "records.jsonl"), "a"), count=0, standin=None)
+                  # open for the program's whole life: each record is flushed as it is written
+                  log=open(os.path.join(out, "records.jsonl"), "a"), count=0, standin=None)  # noqa: SIM115
     _event({"type": "start", "triton": triton.__version__, "interpret": interpret, "python": sys.executable,
             "python_version": platform.python_version(), "torch": _version("torch")})
     atexit.register(_finish)
@@ -51,6 +52,7 @@ def install() -> None:
     _wrap_run(jit.JITFunction)
     if interpret:
         from triton.runtime import interpreter
+
         from reprokit.trace import standin
 
         _wrap_run(interpreter.InterpretedFunction)

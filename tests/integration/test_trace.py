@@ -1,0 +1,188 @@
+"""`reprokit trace` end to end under Triton's interpreter, in a real venv (triton 3.6.0, the CPU
+torch 2.13.0, numpy) built once under $REPROKIT_CACHE: real programs run, real records, a real
+capture (ahead-of-time compiles for sm_90) and a real bundle.
+
+What the bundle must hold is written here by hand: the distinct specialisations each program
+launched, and, for each, the TMA counts of a `triton.compile` whose signature, constexprs and
+divisibility hints this file spells out (not derived by the code under test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from reprokit.config import Stack
+from reprokit.errors import ExecutorError, ProgramFailed
+from reprokit.executors.venv import VenvExecutor
+from tests.conftest import skip_or_fail_triton
+from tests.helpers.runs import host
+
+pytestmark = pytest.mark.triton
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "tests" / "data" / "trace"
+# The interpreter venv: the Triton the programs run with, the CPU torch, and numpy (the interpreter's).
+INTERP_STACK = Stack(name="trace-interp", triton="3.6.0", torch="2.13.0", python=None)
+
+
+class InterpreterVenv(VenvExecutor):
+    """The venv executor's cached, atomic build, with numpy beside triton and torch."""
+
+    def spec(self, stack: Stack) -> dict:
+        spec = super().spec(stack)
+        return {**spec, "requirements": [*spec["requirements"], "numpy"]}
+
+
+@pytest.fixture(scope="session")
+def interp_python() -> str:
+    venv = InterpreterVenv(host=host(), with_torch=True)
+    try:
+        venv.prepare(INTERP_STACK)
+    except ExecutorError as e:
+        skip_or_fail_triton(str(e))
+    return str(venv.venv_dir(INTERP_STACK) / "bin" / "python")
+
+
+def trace(tmp_path: Path, python: str, program: str, *extra: str) -> tuple[int, dict, Path]:
+    """Run `reprokit trace --json` on a program of tests/data/trace; (exit code, JSON, unpacked bundle)."""
+    out = tmp_path / "bundles"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(out), *extra, "--",
+                        python, str(PROGRAMS / program)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+                       timeout=900)
+    assert p.stdout.strip(), p.stderr
+    doc = json.loads(p.stdout)
+    with tarfile.open(doc["bundle"]) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (root,) = (tmp_path / "unpacked").iterdir()
+    return p.returncode, doc, root
+
+
+def plan_cases(root: Path) -> dict:
+    return {c["id"]: c for c in json.loads((root / "plan.json").read_text())["cases"]}
+
+
+def result_cases(root: Path) -> dict:
+    return {c["id"]: c for c in json.loads((root / "results.json").read_text())["cases"]}
+
+
+# Each distinct specialisation several.py launches, by hand: (kernel, signature with "constexpr"
+# entries, constexprs by parameter index, parameters hinted divisible by 16, num_warps, num_stages).
+_F32, _F16 = "*fp32", "*fp16"
+SEVERAL = {
+    # scale at n=64 and n=128: one specialisation (n divisible by 16); at n=100: a second.
+    "scale.1": ("scale", {"x_ptr": _F32, "y_ptr": _F32, "n": "i32", "BLOCK": "constexpr"}, {3: 32},
+                ["x_ptr", "y_ptr", "n"], 4, 3),
+    "scale.2": ("scale", {"x_ptr": _F32, "y_ptr": _F32, "n": "i32", "BLOCK": "constexpr"}, {3: 32},
+                ["x_ptr", "y_ptr"], 4, 3),
+    # add: every config of the autotuner.
+    "add.1": ("add", {"x_ptr": _F32, "y_ptr": _F32, "out_ptr": _F32, "n": "i32", "BLOCK": "constexpr"}, {4: 32},
+              ["x_ptr", "y_ptr", "out_ptr", "n"], 2, 3),
+    "add.2": ("add", {"x_ptr": _F32, "y_ptr": _F32, "out_ptr": _F32, "n": "i32", "BLOCK": "constexpr"}, {4: 64},
+              ["x_ptr", "y_ptr", "out_ptr", "n"], 4, 3),
+    "add.3": ("add", {"x_ptr": _F32, "y_ptr": _F32, "out_ptr": _F32, "n": "i32", "BLOCK": "constexpr"}, {4: 128},
+              ["x_ptr", "y_ptr", "out_ptr", "n"], 4, 2),
+    "copy_device_desc.1": ("copy_device_desc", {"src": _F16, "dst": _F16, "M": "i32", "N": "i32", "BM": "constexpr",
+                                                "BN": "constexpr"}, {4: 32, 5: 32}, ["src", "dst", "M", "N"], 4, 3),
+    "copy_host_desc.1": ("copy_host_desc", {"src_desc": "tensordesc<fp16[32, 32]>",
+                                            "dst_desc": "tensordesc<fp16[32, 32]>", "BM": "constexpr",
+                                            "BN": "constexpr"}, {2: 32, 3: 32}, [], 4, 3),
+    "row_sum.1": ("row_sum", {"x_ptr": _F16, "out_ptr": _F32, "stride": "i32", "N": "constexpr", "ACC": "constexpr",
+                              "BIAS": "constexpr"}, {3: 64, 4: "tl.float32", 5: None}, ["x_ptr", "out_ptr", "stride"],
+                  4, 3),
+}
+
+# Compiles SEVERAL's specialisations with triton.compile (3.6's ASTSource form) and prints the
+# TMA counts per IR level for each, as the harness's oracle counts them.
+_HAND_COMPILE = r"""
+import json, sys
+sys.path[:0] = [sys.argv[2], sys.argv[3]]
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from reprokit.harness import oracle
+import trace_kernels as K
+cases = json.loads(open(sys.argv[1]).read())
+out = {}
+for cid, (kernel, sig, consts, div, warps, stages) in cases.items():
+    fn = getattr(K, kernel)
+    fn = getattr(fn, "fn", fn) if not isinstance(fn, triton.runtime.JITFunction) else fn
+    names = list(sig)
+    consts = {(int(i),): (tl.float32 if v == "tl.float32" else v) for i, v in consts.items()}
+    attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in div}
+    k = triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": warps, "num_stages": stages})
+    texts = {lv: k.asm[lv] for lv in ("ttir", "ttgir", "llir", "ptx") if lv in k.asm}
+    out[cid] = oracle.scan_all(texts)[0]
+print(json.dumps(out))
+"""
+
+
+def hand_compiled_tma(python: str, tmp_path: Path) -> dict:
+    spec = tmp_path / "hand.json"
+    spec.write_text(json.dumps(SEVERAL))
+    p = subprocess.run([python, "-c", _HAND_COMPILE, str(spec), str(PROGRAMS), str(ROOT)], check=False, capture_output=True,
+                       text=True, timeout=900, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_several_kernels_give_exactly_their_specialisations_with_the_hand_compiled_tma(tmp_path, interp_python):
+    code, doc, root = trace(tmp_path, interp_python, "several.py")
+    assert code == 0, doc
+    plan, results = plan_cases(root), result_cases(root)
+    assert sorted(plan) == sorted(SEVERAL)
+    assert all(c["kind"] == "call" and c["expect"] is None for c in plan.values())
+    assert {cid: r["status"] for cid, r in results.items()} == {cid: "ok" for cid in SEVERAL}
+    # What the JIT specialised on, as recorded from the live launch.
+    for cid, (kernel, sig, consts, div, warps, stages) in SEVERAL.items():
+        case = plan[cid]
+        assert case["kernel"]["function"] == kernel
+        assert sorted(case["divisible_by_16"]) == sorted(div), cid
+        assert {k: v for k, v in sig.items() if v != "constexpr"} == case["signature"], cid
+        assert (case["num_warps"], case["num_stages"]) == (warps, stages), cid
+    assert plan["scale.1"]["call"]["args"]["n"] == 64 and plan["scale.2"]["call"]["args"]["n"] == 100
+    assert plan["scale.1"]["trace"]["launches"] == 2 and plan["scale.2"]["trace"]["launches"] == 1
+    assert plan["copy_host_desc.1"]["call"]["args"]["src_desc"] == {
+        "descriptor": {"tensor": [64, 64], "dtype": "float16", "strides": [64, 1], "align": 16}, "block": [32, 32]}
+    assert plan["row_sum.1"]["constexprs"] == {"N": 64, "ACC": {"dtype": "float32"}, "BIAS": {"none": True}}
+    # The autotuner: all three configs recorded, the first one let through (the interpreter cannot time).
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    (tuned,) = tj["autotune"]
+    assert tuned["kernel"] == "add" and tuned["cases"] == ["add.1", "add.2", "add.3"]
+    assert tuned["chosen"]["kwargs"] == {"BLOCK": 32} and tuned["chosen_by"].startswith("trace: first config")
+    assert [plan[f"add.{i}"]["trace"]["autotune"]["chosen"] for i in (1, 2, 3)] == [True, False, False]
+    # TMA counts: the capture's against a hand-written triton.compile of each specialisation.
+    hand = hand_compiled_tma(interp_python, tmp_path)
+    for cid in SEVERAL:
+        got = {lv: n for lv, n in results[cid]["tma"].items() if lv in hand[cid]}
+        assert got == hand[cid], cid
+    assert results["copy_device_desc.1"]["tma"]["ptx"] > 0 and results["copy_host_desc.1"]["tma"]["ptx"] > 0
+    assert results["scale.1"]["tma"]["ptx"] == 0
+    # The extracted kernel file is the kernel with what it reaches, and none of the program.
+    scale_src = (root / "kernels" / "trace_kernels.scale.py").read_text()
+    assert "def _scaled(x)" in scale_src and "SCALE = triton.language.constexpr(3)" in scale_src
+    assert "autotune" not in (root / "kernels" / "trace_kernels.add.py").read_text()
+    assert (root / "trace" / "sources" / "trace_kernels.py").is_file()
+
+
+def test_a_program_that_fails_midway_gives_a_bundle_of_what_it_launched(tmp_path, interp_python):
+    code, doc, root = trace(tmp_path, interp_python, "raises.py", "--tensors", "small")
+    assert code == ProgramFailed.exit_code
+    assert doc["program"]["exit_code"] == 1
+    assert sorted(plan_cases(root)) == ["negate.1"]
+    assert result_cases(root)["negate.1"]["status"] == "ok"
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["failed"] is True and tj["exit_code"] == 1
+    assert "gave up midway" in tj["stderr_tail"]
+    # --tensors small: the launch's tensors before and after it.
+    assert tj["tensor_files"] == ["trace/tensors/0001.inputs.pt", "trace/tensors/0001.outputs.pt"]
+    for f in tj["tensor_files"]:
+        assert (root / f).stat().st_size > 0
