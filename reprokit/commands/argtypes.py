@@ -208,6 +208,13 @@ def _known(names: list[str], known, what: str) -> None:
             raise Bad(f"unknown {what} {n!r}; known: {', '.join(sorted(known))}")
 
 
+def command_word(text: str) -> str:
+    """One word of the command `trace` runs (after `--`): any text but an empty one."""
+    if not text:
+        raise Bad("an empty word in the command to run")
+    return text
+
+
 def gpu_profile(text: str) -> str:
     """A GPU profile of stacks.toml (h100, b200...)."""
     from reprokit.config import load_config

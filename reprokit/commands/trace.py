@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from reprokit.commands import argtypes
 from reprokit.commands._common import say
 from reprokit.config import Stack, load_config
 from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
@@ -31,18 +32,18 @@ def add_parser(sub) -> None:
                     f"{ProgramFailed.exit_code}.",
         epilog="example: reprokit trace --gpu h100 --out bundles -- python my_kernels.py --size 4096",
     )
-    p.add_argument("--gpu", default="h100", help="GPU profile to compile for (default h100); on a GPU host it "
+    p.add_argument("--gpu", type=argtypes.gpu_profile, default="h100", help="GPU profile to compile for (default h100); on a GPU host it "
                                                  "must match the GPU, as for run")
-    p.add_argument("--out", type=Path, default=Path("bundles"), help="folder for the bundle (default bundles/)")
+    p.add_argument("--out", type=argtypes.out_dir, default=Path("bundles"), help="folder for the bundle (default bundles/)")
     p.add_argument("--tensors", choices=program.TENSORS, default="none",
                    help="also keep each specialisation's input and output tensors: small (up to 1 MiB each), "
                         "all (up to 1 GiB each); default none")
-    p.add_argument("--workers", type=int, default=2, help="parallel compiles in the capture (default 2)")
+    p.add_argument("--workers", type=argtypes.positive_int, default=2, help="parallel compiles in the capture (default 2)")
     p.add_argument("--allow-gpu-mismatch", action="store_true",
                    help="trace on a GPU whose name or memory is not the profile's (same capability)")
     p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+    p.add_argument("command", type=argtypes.command_word, nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the program to run, after --, as you would run it")
     p.set_defaults(func=run)
 
@@ -52,8 +53,6 @@ def run(args) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     program.resolve(tuple(argv))
-    if args.workers < 1:
-        raise UsageError(f"trace: --workers {args.workers}: must be at least 1")
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
     gpu = _gpu(args, profile)
@@ -68,7 +67,7 @@ def run(args) -> int:
     scratch = Path(tempfile.mkdtemp(prefix=".trace-", dir=out))
     try:
         say(f"trace: running {' '.join(argv)}" + (" under the interpreter (no GPU)" if interpret else ""))
-        ran = program.run(options, scratch / "records", dict(args.host.environ or {}))
+        ran = program.run(options, scratch / "records", args.host.child_environ())
         if ran.start is None:
             raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} without importing triton: "
                              "nothing to trace")

@@ -11,6 +11,7 @@ door (accepted silently) fails the case however the verb would then have gone on
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import stat
@@ -76,6 +77,7 @@ RULES: dict[str, Rule] = {
     "positive_seconds": Rule("10", (*_NUMBERS, ("zero", "0"), ("inf", "inf"))),
     "byte_size": Rule("1G", (*_NUMBERS, ("zero", "0"))),
     "clock_mhz": Rule("max", (*_NUMBERS, ("zero", "0"))),
+    "command_word": Rule("true", (_EMPTY,)),
     "gpu_profile": Rule(GPU, (_EMPTY, ("unknown", "no-such-gpu"), ("two", f"{GPU},{GPU}"))),
     "gpu_list": Rule(GPU, (_EMPTY, ("unknown", "no-such-gpu"), ("lone-comma", ","), ("empty-item", f"{GPU},,"),
                            ("duplicate", f"{GPU},{GPU}"))),
@@ -128,7 +130,7 @@ def _args(opt: clitree.Option, values: list[str]) -> list[str]:
 def argv(verb: clitree.Verb, places: Places, dest: str | None = None, values: list[str] | None = None) -> list[str]:
     """The verb with a valid value for every required argument and every positional (so that
     what follows is parsed as the options it is), and `values` for the argument `dest`."""
-    head, tail = list(verb.path), []
+    head, tail, last = list(verb.path), [], []
     for opt in verb.options:
         if opt.dest == dest:
             given = _args(opt, values)
@@ -140,8 +142,9 @@ def argv(verb: clitree.Verb, places: Places, dest: str | None = None, values: li
             rule = _rule(opt)
             assert rule is not None, f"{verb.name} {opt.name}: no rule"
             given = _args(opt, [_resolve(rule.example, places)])
-        (head if opt.positional else tail).extend(given)
-    return head + tail
+        # A positional that takes the rest of the line (trace's command) comes after every option.
+        (last if opt.nargs == argparse.REMAINDER else head if opt.positional else tail).extend(given)
+    return head + tail + last
 
 
 @dataclass(frozen=True)
