@@ -23,7 +23,7 @@ def add_run_args(p, *, default_executor: str = "auto") -> None:
     p.add_argument("--gpu", required=True, type=gpu_profile, help="GPU profile from stacks.toml (h100, h200, b200, rtx5090, gb10)")
     p.add_argument("--executor", choices=EXECUTORS, default=default_executor,
                    help=f"where stacks run (default {default_executor}; auto = docker when a daemon answers, else venv)")
-    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="cases compiled at once (default: CPU count)")
     p.add_argument("--mode", choices=("auto", "compile-only", "gpu"), default="auto",
                    help="auto: on the GPU when the host has the profile's GPU, else compile-only")
@@ -58,7 +58,7 @@ def run_options(args, profile, **more):
     from reprokit.options import RunOptions
 
     gpu = gpu_from_args(args, profile, args.mode)
-    return RunOptions(gpu, workers=args.workers, only=args.cases, case_timeout_s=args.case_timeout, **more)
+    return RunOptions(gpu, workers=args.workers or os.cpu_count() or 1, only=args.cases, case_timeout_s=args.case_timeout, **more)
 
 
 def console() -> Console:

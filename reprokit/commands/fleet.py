@@ -77,7 +77,8 @@ def add_parser(sub) -> None:
     r.add_argument("--out", type=out_dir, required=True, help="folder for the manifests")
     r.set_defaults(func=run_render)
 
-    t = verbs.add_parser("task", help="run one task of a fleet here (what each Slurm array task runs)")
+    t = verbs.add_parser("task", help="run one task of a fleet here (what each Slurm array task runs)",
+                         epilog="example: reprokit fleet task /shared/f1 --index-from-env SLURM_ARRAY_TASK_ID")
     t.add_argument("dir", type=existing_dir)
     t.add_argument("index", nargs="?", type=natural, default=None)
     t.add_argument("--of-profile", type=gpu_profile, default=None, help="INDEX counts only this profile's tasks (Kubernetes)")
