@@ -15,8 +15,10 @@ VENV   ?= $(if $(LOCAL),.reprokit/host-local,.reprokit/host)
 # made on a connected machine; docs/offline.md): make bundle GPU=h100 EXECUTOR=local WHEELHOUSE=wheels
 WHEELHOUSE ?=
 # The extras installed beside the host side: those the wheelhouse was made with (its extras.txt),
-# so that the two always agree; without a wheelhouse, test and html.
-EXTRAS ?= $(if $(WHEELHOUSE),$(shell cat $(WHEELHOUSE)/extras.txt 2>/dev/null || echo test,html),test,html)
+# so that the two always agree; without a wheelhouse, docker, gpu, html and test (pyproject.toml:
+# the base is what verify, show, diff and report need; docker runs stacks as images, gpu reads
+# NVML, html draws report plots, test runs pytest).
+EXTRAS ?= $(if $(WHEELHOUSE),$(shell cat $(WHEELHOUSE)/extras.txt 2>/dev/null || echo docker,gpu,html,test),docker,gpu,html,test)
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # Offline image builds: a local base image and no torch (compile-only stacks).
 BASE_IMAGE ?=

@@ -18,28 +18,35 @@ from reprokit.errors import ConfigError, UsageError
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-# The checkout named at the edge (REPROKIT_ROOT, through HostEnv.root and use_root), if any.
+# The folder named at the edge (REPROKIT_ROOT, through HostEnv.root and use_root), if any.
 _ROOT: Path | None = None
 
 
 def use_root(root: Path | None) -> None:
-    """Take stacks.toml, kernels/ and Dockerfiles/ from `root` (None: find them); `cli.main`
+    """Take stacks.toml, kernels/ and Dockerfiles/ from `root` (None: the defaults); `cli.main`
     calls it once with HostEnv.root."""
     global _ROOT
     _ROOT = Path(root) if root else None
 
 
-def project_root() -> Path:
-    """The checkout that holds stacks.toml, kernels/ and Dockerfiles/.
-
-    The one named at the edge (REPROKIT_ROOT) wins; else the checkout this package was imported
-    from; else the current folder.
+def defaults_root() -> Path:
+    """The folder that holds the default stacks.toml, kernels/ (suite, sweeps, fleets),
+    Dockerfiles/ and schemas/: the one named at the edge (REPROKIT_ROOT: a test seam, a
+    checkout with a stack added), else the checkout this package was imported from (or installed
+    editable from), else the package data of an installed wheel. Never the current folder:
+    every verb works from any folder, and a user's own files come from their reprokit.toml.
     """
-    candidates = [_ROOT] if _ROOT else [PACKAGE_DIR.parent, Path.cwd()]
-    for c in candidates:
-        if (c / "stacks.toml").is_file():
-            return c.resolve()
-    raise UsageError("stacks.toml not found: run inside a reprokit checkout or set REPROKIT_ROOT")
+    if _ROOT:
+        if not (_ROOT / "stacks.toml").is_file():
+            raise UsageError(f"REPROKIT_ROOT={_ROOT}: no stacks.toml there")
+        return _ROOT.resolve()
+    if (PACKAGE_DIR.parent / "stacks.toml").is_file() and (PACKAGE_DIR.parent / "kernels").is_dir():
+        return PACKAGE_DIR.parent
+    packaged = PACKAGE_DIR / "defaults"
+    if (packaged / "stacks.toml").is_file():
+        return packaged
+    raise UsageError(f"reprokit's default stacks.toml is in neither {PACKAGE_DIR.parent} nor {packaged}: "
+                     "the installation is incomplete; reinstall it from the wheel or the checkout")
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,7 @@ def load_toml(path: Path) -> dict:
 
 
 def load_config(path: Path | None = None) -> Config:
-    path = path or project_root() / "stacks.toml"
+    path = path or defaults_root() / "stacks.toml"
     raw = load_toml(path)
     stacks, gpus = {}, {}
     for name, s in raw.get("stacks", {}).items():

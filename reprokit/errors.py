@@ -31,14 +31,26 @@ class HarnessError(ReprokitError):
     exit_code = 4
 
 
-class MissingDependency(UsageError):
-    """A module the verb needs is not installed (an offline GPU host installs the host side from
-    a wheelhouse that `reprokit wheelhouse` makes on a connected machine)."""
+# The distribution's name (the import name and the command are `reprokit`; on the package index
+# that name is an unrelated project's, so no message ever says `pip install reprokit`).
+DIST = "reprokit-gpu"
 
-    def __init__(self, module: str, what: str):
-        super().__init__(f"{module} is not installed, and it {what}: install reprokit's host side "
-                         f"(pip install reprokit, or offline from a wheelhouse: see docs/offline.md)")
+
+class MissingDependency(UsageError):
+    """A module the verb needs is not installed: one line naming it, what it does, and the extra
+    that brings it (docker, gpu, html), or the base install when it is one of the base's own
+    (an offline GPU host installs from a wheelhouse: docs/offline.md)."""
+
+    def __init__(self, module: str, what: str, extra: str | None = None):
+        if extra:
+            how = (f"install reprokit with its {extra!r} extra: pip install '<reprokit wheel or checkout>[{extra}]' "
+                   "(docs/install.md; offline, from a wheelhouse: docs/offline.md)")
+        else:
+            how = ("install reprokit's host side: pip install <reprokit wheel or checkout> (docs/install.md; "
+                   "offline, from a wheelhouse: docs/offline.md)")
+        super().__init__(f"{module} is not installed, and it {what}: {how}")
         self.module = module
+        self.extra = extra
 
 
 class GpuMismatchError(UsageError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from reprokit.config import GpuProfile
-from reprokit.errors import GpuMismatchError, UsageError
+from reprokit.errors import GpuMismatchError, MissingDependency, UsageError
 from reprokit.options import GpuOptions
 
 # NVML's total memory is what the board has less what the driver keeps: an H100 "80GB" reports
@@ -33,12 +33,16 @@ class HostGpu:
         return f"{self.name} (sm_{self.capability}{mem})"
 
 
+# Why detect() found no GPU when NVML's bindings are missing (the `gpu` extra).
+NO_NVML = "nvidia-ml-py is not installed (reprokit's 'gpu' extra)"
+
+
 def detect() -> tuple[list[HostGpu], str | None]:
     """The host's NVIDIA GPUs, and why there are none when the list is empty."""
     try:
         import pynvml
     except ImportError:
-        return [], "nvidia-ml-py is not installed"
+        return [], NO_NVML
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
@@ -113,6 +117,8 @@ def gpu_options(profile: GpuProfile, requested: str = "auto", *, allow_mismatch:
         gpus = visible(gpus, cuda_visible_devices)
         why_none = why_none or ("CUDA_VISIBLE_DEVICES hides every GPU" if not gpus else None)
     if not gpus:
+        if requested == "gpu" and why_none == NO_NVML:
+            raise MissingDependency("nvidia-ml-py", "checks the host's GPU against the profile (--mode gpu)", "gpu")
         if requested == "gpu":
             raise GpuMismatchError(f"--mode gpu asked for, but this host has no GPU: {why_none}")
         if say:

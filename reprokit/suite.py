@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from reprokit.config import GpuProfile, load_toml, project_root
+from reprokit.config import GpuProfile, load_toml, defaults_root
 from reprokit.errors import ConfigError, UsageError
 
 PLAN_FORMAT = 1
@@ -18,7 +18,7 @@ _CASE_KEYS = ("signature", "divisible_by_16", "requires", "file", "language")
 
 
 def kernels_dir() -> Path:
-    return project_root() / "kernels"
+    return defaults_root() / "kernels"
 
 
 def load_suite(path: Path | None = None) -> dict:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import proc
-from reprokit.config import load_toml, project_root
+from reprokit.config import PACKAGE_DIR, load_toml
 from reprokit.errors import ExecutorError, UsageError
 
 PIP_TIMEOUT_S = 1800
@@ -19,8 +19,8 @@ PIP_TIMEOUT_S = 1800
 BUILD_TOOLS = ("setuptools>=68", "wheel")
 
 
-# The extras `make` installs beside the host side (pytest; matplotlib for html reports).
-DEFAULT_EXTRAS = ("test", "html")
+# The extras `make` installs beside the base (docker-py, nvidia-ml-py, pytest, matplotlib).
+DEFAULT_EXTRAS = ("docker", "gpu", "html", "test")
 EXTRAS_FILE = "extras.txt"
 
 
@@ -36,9 +36,19 @@ class WheelhouseOptions:
     extras: tuple = DEFAULT_EXTRAS
 
 
+def checkout() -> Path:
+    """The checkout this reprokit runs from: its pyproject.toml declares the requirements, and its
+    sources build reprokit's own wheel (an installed wheel carries neither)."""
+    root = PACKAGE_DIR.parent
+    if not (root / "pyproject.toml").is_file():
+        raise UsageError("reprokit wheelhouse builds reprokit's own wheel from its checkout, and this reprokit "
+                         f"is installed ({PACKAGE_DIR}): run it from a checkout, as python -m reprokit wheelhouse")
+    return root
+
+
 def requirements(root: Path | None = None, extras: tuple = DEFAULT_EXTRAS) -> list[str]:
     """The host side's requirements, as pyproject.toml declares them (with their markers)."""
-    project = load_toml((root or project_root()) / "pyproject.toml").get("project", {})
+    project = load_toml((root or checkout()) / "pyproject.toml").get("project", {})
     optional = project.get("optional-dependencies", {})
     unknown = [e for e in extras if e not in optional or e == "triton"]
     if unknown:
@@ -64,7 +74,7 @@ def download_argv(opts: WheelhouseOptions, reqs: list[str], python: str = sys.ex
 
 def make(opts: WheelhouseOptions, echo=None) -> list[Path]:
     """Fill opts.out with the wheels; return them, sorted. Needs a package index (a connected machine)."""
-    root = project_root()
+    root = checkout()
     if opts.out.exists() and not opts.out.is_dir():
         raise UsageError(f"{opts.out} exists and is not a folder")
     opts.out.mkdir(parents=True, exist_ok=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
+from reprokit.config import defaults_root
 from reprokit.errors import MissingDependency
 
-# Document name (as the file appears in a bundle) -> schema file in reprokit.schemas.
+# Document name (as the file appears in a bundle) -> schema file in schemas/.
 SCHEMA_FILES = {
     "manifest.json": "manifest.schema.json",
     "plan.json": "plan.schema.json",
@@ -21,16 +21,13 @@ _MAX_REPORTED = 20
 _MAX_REASON = 200
 
 
-def _schema_dir():
-    try:
-        return resources.files("reprokit.schemas")
-    except ModuleNotFoundError:
-        # Run from a checkout on PYTHONPATH, not installed: the schemas sit at its top level.
-        return Path(__file__).resolve().parents[2] / "schemas"
+def _schema_dir() -> Path:
+    # The checkout's schemas/, or the wheel's copy of it (reprokit.config.defaults_root).
+    return defaults_root() / "schemas"
 
 
 def load_schema(filename: str) -> dict:
-    """One schema file of reprokit.schemas, parsed."""
+    """One schema file of the packaged defaults' schemas/, parsed."""
     return json.loads(_schema_dir().joinpath(filename).read_text(encoding="utf-8"))
 
 

@@ -12,6 +12,7 @@ from reprokit.commands.argtypes import (
     platform_tag,
     python_version,
 )
+from reprokit.errors import DIST
 from reprokit.wheelhouse import DEFAULT_EXTRAS, WheelhouseOptions, make
 
 
@@ -40,6 +41,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"out": str(args.out), "wheels": [w.name for w in wheels]}, indent=1))
     else:
+        # The distribution's name (errors.DIST): on the index, `reprokit` is another project.
+        what = f"'{DIST}[{','.join(extras)}]'" if extras else DIST
         say(f"{len(wheels)} wheels in {args.out}; on the GPU host: "
-            f"pip install --no-index --find-links {args.out} reprokit")
+            f"pip install --no-index --find-links {args.out} {what}")
     return 0

@@ -110,10 +110,12 @@ def make_executor(name: str, host: HostEnv, *, with_torch: bool = False, report:
     if host.with_torch is not None:
         with_torch = host.with_torch
     if name == "auto":
-        from reprokit.executors.docker import DockerExecutor, docker_available
-
-        why = "no Docker daemon answers"
-        if docker_available(host.docker_host):
+        docker_module = _docker_executor(required=False)
+        why = "docker-py is not installed (reprokit's 'docker' extra)"
+        if docker_module is not None:
+            DockerExecutor, docker_available = docker_module.DockerExecutor, docker_module.docker_available
+            why = "no Docker daemon answers"
+        if docker_module is not None and docker_available(host.docker_host):
             docker = DockerExecutor(host=host, with_torch=with_torch, report=report)
             problems = [p for p in (docker.base_problem(s) for s in stacks or []) if p]
             if not problems:
@@ -132,10 +134,25 @@ def make_executor(name: str, host: HostEnv, *, with_torch: bool = False, report:
 
         return VenvExecutor(host=host, with_torch=with_torch, report=report)
     if name == "docker":
-        from reprokit.executors.docker import DockerExecutor
-
-        return DockerExecutor(host=host, with_torch=with_torch, report=report)
+        return _docker_executor(required=True).DockerExecutor(host=host, with_torch=with_torch, report=report)
     raise UsageError(f"unknown executor {name!r}")
+
+
+def _docker_executor(required: bool):
+    """reprokit.executors.docker, which needs docker-py (the `docker` extra): when it is missing,
+    None, or with `required` one line naming the extra."""
+    try:
+        # Optional dependency: docker-py comes with the `docker` extra, imported only here.
+        from reprokit.executors import docker
+    except ImportError as e:
+        if e.name not in ("docker", "requests") and not (e.name or "").startswith("docker."):
+            raise
+        if not required:
+            return None
+        from reprokit.errors import MissingDependency
+
+        raise MissingDependency("docker-py", "runs stacks as images (--executor docker)", "docker") from None
+    return docker
 
 
 def local_stack() -> Stack:
@@ -149,7 +166,7 @@ def local_stack() -> Stack:
         triton = metadata.version("triton")
     except metadata.PackageNotFoundError:
         raise UsageError("the local executor needs triton in this interpreter "
-                         "(pip install 'reprokit[triton]'), or use --executor venv") from None
+                         "(pip install triton, or reprokit's 'triton' extra), or use --executor venv") from None
     try:
         torch = metadata.version("torch")
     except metadata.PackageNotFoundError:

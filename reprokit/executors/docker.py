@@ -27,7 +27,7 @@ import requests.exceptions
 from docker.types import DeviceRequest, Mount
 
 from reprokit import locks
-from reprokit.config import PACKAGE_DIR, Stack, project_root
+from reprokit.config import PACKAGE_DIR, Stack, defaults_root
 from reprokit.errors import ExecutorError
 from reprokit.executors import Executor, RunResult, harness_argv, sass_cache
 from reprokit.options import HostEnv, Report, quiet
@@ -101,7 +101,7 @@ class DockerExecutor(Executor):
     def __init__(self, root: Path | None = None, *, host: HostEnv | None = None, base_image: str | None = None,
                  with_torch: bool = True, base_url: str | None = None, user: str | None = None,
                  mem_limit: str | None = None, report: Report = quiet):
-        self.root = Path(root) if root else project_root()
+        self.root = Path(root) if root else defaults_root()
         self.host = host or HostEnv()
         self.base_image = base_image or self.host.base_image
         self.with_torch = with_torch

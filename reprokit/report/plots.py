@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from reprokit.compare.grid import Grid
 from reprokit.compare.normalise import LEVELS
-from reprokit.errors import UsageError
+from reprokit.errors import MissingDependency
 
 
 @dataclass(frozen=True)
@@ -25,11 +25,11 @@ class Plot:
 
 
 def matplotlib_pyplot():
-    """matplotlib.pyplot on the Agg backend; UsageError (exit 2) naming the extra when it is missing."""
+    """matplotlib.pyplot on the Agg backend; MissingDependency (exit 2) naming the extra when it is missing."""
     try:
         import matplotlib
     except ImportError:
-        raise UsageError("--format html needs matplotlib for its plots: pip install 'reprokit[html]'") from None
+        raise MissingDependency("matplotlib", "draws the plots of --format html", "html") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.config import project_root
+from reprokit.config import defaults_root
 
 # Stacks that compile for both sm_90 and sm_100 (3.0's ptxas 12.4 knows no sm_100).
 SLURM_STACKS = ("triton-3.5-cu130", "triton-3.6-cu130")
@@ -22,7 +22,7 @@ SLURM_STACKS = ("triton-3.5-cu130", "triton-3.6-cu130")
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "reprokit", *args], capture_output=True, text=True,
-                          cwd=project_root(), env=env)
+                          cwd=defaults_root(), env=env)
 
 
 def _skip_or_fail(why: str) -> None:
@@ -58,7 +58,7 @@ def slurm_cluster(tmp_path_factory):
     if shutil.which("slurmctld") is None and shutil.which("apt-get") is None:
         _skip_or_fail("no Slurm here and no apt-get to install it")
     state_dir = Path(os.environ.get("REPROKIT_SLURM_DIR") or tmp_path_factory.mktemp("slurm"))
-    script = project_root() / "scripts" / "slurm-local.sh"
+    script = defaults_root() / "scripts" / "slurm-local.sh"
     # Ports of its own: another test run on this host may have a cluster up.
     port = _free_port_pair()
     p = subprocess.run([str(script), "up", str(state_dir)], capture_output=True, text=True,

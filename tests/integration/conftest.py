@@ -11,7 +11,7 @@ from functools import lru_cache
 import pytest
 
 from reprokit.capture import capture
-from reprokit.config import project_root
+from reprokit.config import defaults_root
 from tests.helpers.runs import host, opts
 
 BASE_IMAGE = os.environ.get("REPROKIT_BASE_IMAGE") or "reprokit-base:bookworm"
@@ -64,7 +64,7 @@ def base_image() -> str:
         return BASE_IMAGE
     if os.geteuid() != 0 or shutil.which("debootstrap") is None:
         skip_or_fail(f"{BASE_IMAGE} is missing and cannot be made here (needs root and debootstrap)")
-    script = project_root() / "scripts" / "make-base-image.sh"
+    script = defaults_root() / "scripts" / "make-base-image.sh"
     subprocess.run([str(script)], check=True, env={**os.environ, "REPROKIT_BASE_IMAGE": BASE_IMAGE})
     return BASE_IMAGE
 

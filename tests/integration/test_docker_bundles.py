@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.config import project_root
+from reprokit.config import defaults_root
 
 pytestmark = pytest.mark.docker
 
@@ -31,7 +31,7 @@ RUN echo "pip: no matching distribution for triton==3.5.0.broken" >&2 && exit 1
 
 def reprokit_run(out: Path, stacks: str, base_image: str, root: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "REPROKIT_BASE_IMAGE": base_image, "REPROKIT_WITH_TORCH": "0",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(project_root()), os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(defaults_root()), os.environ.get("PYTHONPATH")]))}
     if root is not None:
         env["REPROKIT_ROOT"] = str(root)
     return subprocess.run([sys.executable, "-m", "reprokit", "run", "--gpu", "h100", "--executor", "docker",
@@ -62,11 +62,11 @@ def test_run_reuses_images_and_records_them(stack_images, base_image, tmp_path):
 
 def test_stack_that_does_not_build_fails_alone(stack_images, base_image, tmp_path):
     root = tmp_path / "root"
-    shutil.copytree(project_root() / "Dockerfiles", root / "Dockerfiles")
+    shutil.copytree(defaults_root() / "Dockerfiles", root / "Dockerfiles")
     for d in ("kernels", "schemas"):
-        shutil.copytree(project_root() / d, root / d)
+        shutil.copytree(defaults_root() / d, root / d)
     (root / "Dockerfiles" / "broken.Dockerfile").write_text(BROKEN_DOCKERFILE)
-    (root / "stacks.toml").write_text((project_root() / "stacks.toml").read_text() + BROKEN_STACK)
+    (root / "stacks.toml").write_text((defaults_root() / "stacks.toml").read_text() + BROKEN_STACK)
     r = reprokit_run(tmp_path / "bundles", "triton-broken,triton-3.5-cu130", base_image, root)
     assert r.returncode == 3, r.stderr[-2000:]
     outcome = {s["stack"]: s for s in json.loads(r.stdout)["stacks"]}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.config import PACKAGE_DIR, project_root
+from reprokit.config import PACKAGE_DIR, defaults_root
 from tests.helpers.runs import host
 
 pytestmark = pytest.mark.docker
@@ -51,7 +51,7 @@ def test_tag_changes_with_dockerfile_and_build_args(docker_executor, config, tmp
     assert DockerExecutor(host=host(), base_image="other:base", with_torch=False).image_tag(stack) != tag
     root = tmp_path / "root"
     (root / "Dockerfiles").mkdir(parents=True)
-    text = (project_root() / "Dockerfiles" / "stack.Dockerfile").read_text()
+    text = (defaults_root() / "Dockerfiles" / "stack.Dockerfile").read_text()
     (root / "Dockerfiles" / "stack.Dockerfile").write_text(text + "\n# edited\n")
     assert DockerExecutor(root, host=host(), base_image=base_image, with_torch=False).image_tag(stack) != tag
 

@@ -118,10 +118,10 @@ def _cli(*args, env=None):
     import subprocess
     import sys
 
-    from reprokit.config import project_root
+    from reprokit.config import defaults_root
 
     return subprocess.run([sys.executable, "-m", "reprokit", *args], capture_output=True, text=True,
-                          cwd=project_root(), env=env)
+                          cwd=defaults_root(), env=env)
 
 
 @pytest.mark.parametrize("args,message", [

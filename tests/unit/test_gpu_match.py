@@ -164,4 +164,4 @@ def test_detect_reads_name_capability_memory_and_uuid(monkeypatch, cfg):
     (gpu,), _ = detect()
     assert gpu.memory_total is None and mismatches(cfg.gpu("h100"), gpu) == []
     monkeypatch.setitem(sys.modules, "pynvml", None)
-    assert detect() == ([], "nvidia-ml-py is not installed")
+    assert detect() == ([], "nvidia-ml-py is not installed (reprokit's 'gpu' extra)")

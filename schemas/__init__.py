@@ -1,1 +1,0 @@
-"""The JSON Schemas (Draft 2020-12) of every JSON file in a bundle, shipped as `reprokit.schemas`."""
