@@ -1,14 +1,19 @@
 """Standalone per-case reproducers: one small Python file per case that needs only Triton.
 
 `reproducer_source(case, plan, kernel_source)` returns the file's text: the kernel module as the
-bundle carries it, verbatim, then the exact ahead-of-time compile of the case (and of the P0 that
-gates it, if any) in the ASTSource form its release takes, the TMA oracle's patterns inlined, and
-the verdict. No reprokit import, no GPU: `pip install triton==X && python reproducer.py`.
+bundle carries it, verbatim, then the ahead-of-time compile of the case (and of the P0 that gates
+it, if any), the TMA oracle's patterns inlined, and the verdict. No reprokit import, no GPU:
+`pip install triton==X && python reproducer.py`. The script probes the installed Triton for the
+ASTSource form it takes (as the harness's `compat` does) and for the APIs the case requires, so
+the same file answers on every release from 3.0 to the newest: `unsupported` where the API is gone.
 
 Each compile runs in a child process of the script, so a compiler that aborts (SIGABRT) or
-hangs is reported as such instead of taking the script down. The script exits 0 when its verdict
-equals the one recorded in the bundle (or none was recorded), 1 when it differs, 2 when it could
-not run; `--json` prints the evidence as one JSON object.
+hangs is reported as such instead of taking the script down. Only a child that dies *inside*
+`triton.compile` is `crashed`: an exception of the script's own (building the ASTSource, an
+import, anything outside the compile) is `script_error`, printed with its traceback, exit 2, and
+never counted as a reproduction. `--expect recorded` (the default) exits 0 when the verdict equals
+the recorded one (or none was recorded) and 1 when it differs; `--expect none` only says what
+happens on this release (exit 0). `--json` prints the evidence as one JSON object.
 
 Pure stdlib and free of Triton at import: the harness writes one per case into the capture
 (cases/<id>/reproducer.py), and the host makes them for any older bundle from its plan.json and
@@ -19,11 +24,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import os
 import pprint
 import re
 
-from reprokit.harness import oracle
+from reprokit.harness import minimal, oracle, toolbox
 
 FILE_NAME = "reproducer.py"
 ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLIR one)
@@ -35,6 +41,26 @@ ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLI
 FORMS = ("index", "hints", "constexprs")
 # What a recorded result keeps in the script, to compare against.
 _RECORDED_KEYS = ("status", "verdict", "tma")
+
+
+def _inline(*functions) -> str:
+    """The harness's own functions as script text, annotations dropped (the script must run on
+    Python 3.9 without `from __future__`), so the script and the harness judge by one rule."""
+    out = []
+    for fn in functions:
+        tree = ast.parse(inspect.getsource(fn))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                node.returns = None
+                for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                    a.annotation = None
+        out.append(ast.unparse(tree))
+    return "\n\n\n".join(out)
+
+
+# The oracle's release check (a rejection names the releases it holds for) and the harness's
+# reading of a compiler exception, inlined.
+_VERSION_IN = "_CLAUSE = re.compile(%r)\n\n\n" % oracle._CLAUSE.pattern + _inline(oracle._vtuple, oracle.version_in, toolbox.one_line)
 
 
 def form_for_version(version: str | None) -> str:
@@ -54,17 +80,15 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     case: the plan's case entry (plan["cases"][i]); plan: the bundle's plan.json;
     kernel_source: the text of kernels/<case["kernel"]["file"]>, as the bundle carries it;
     result: the case's record in results.json, when there is one (its status, verdict and TMA
-    counts become what the script compares against); form: the ASTSource form (FORMS), else
-    chosen from `triton_version`, else from the plan's stack. A gated case (a P2) also compiles
+    counts become what the script compares against); form: ignored (the script probes the
+    release it runs on; minimal_source writes one form); triton_version: the release that made
+    the record, else the plan's stack's. A gated case (a P2) also compiles
     its gate, which must come from the same kernel file, so its verdict can be judged the same way.
     Deterministic: the same arguments give the same text (bundles stay byte-reproducible).
     """
     if case.get("language", "triton") != "triton":
         raise ValueError(f"case {case['id']} is a {case['language']} case, not a Triton kernel")
     version = triton_version or (plan.get("stack") or {}).get("triton")
-    form = form or form_for_version(version)
-    if form not in FORMS:
-        raise ValueError(f"unknown ASTSource form {form!r}; one of {', '.join(FORMS)}")
     steps = []
     gate_id = case.get("gated_by")
     if gate_id:
@@ -76,14 +100,14 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     steps.append(case)
     profile = plan["profile"]
     recorded = {k: result[k] for k in _RECORDED_KEYS if result and k in result} or None
-    sources = "\n\n\n".join(_source_function(i, c, form, kernel_source) for i, c in enumerate(steps))
+    sources = "\n\n\n".join(_source_function(i, c, kernel_source) for i, c in enumerate(steps))
     spec = {
         "gpu": profile["key"], "capability": profile["capability"],
         "smem_per_block": profile["smem_per_block"], "timeout_s": float(case.get("timeout_s") or plan.get("timeout_s") or 300),
         "steps": [{"id": c["id"], "num_warps": c["num_warps"],
                    "num_stages": c["num_stages"], "requires": list(c.get("requires", [])),
                    "expect": c.get("expect", "tma"), "gated_by": c.get("gated_by"),
-                   "reject": _rejections(c, version)} for c in steps],
+                   "reject": _rejections(c)} for c in steps],
         "recorded": recorded,
     }
     header = _HEADER.format(
@@ -95,18 +119,17 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
         gate=f" after its gate {gate_id}" if gate_id else "")
     body = _BODY.replace("@SPEC@", _spec_literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
         .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
-        .replace("@SOURCES@", sources)
+        .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources)
     return header + kernel_source.rstrip("\n") + "\n\n\n" + body
 
 
-def _rejections(case: dict, version: str | None):
-    """The case's expected rejections that name this release (the oracle's own version check), or
-    None for a plan from before rejections were named."""
+def _rejections(case: dict):
+    """The case's expected rejections, each with the releases it names (the script checks them
+    against the Triton it runs on), or None for a plan from before rejections were named."""
     rules = case.get("reject")
     if rules is None:
         return None
-    return [{k: r[k] for k in ("pass", "message") if r.get(k)} for r in rules
-            if oracle.version_in(version, r.get("triton", ""))]
+    return [{k: r[k] for k in ("triton", "pass", "message") if r.get(k)} for r in rules]
 
 
 class Reproducers:
@@ -143,6 +166,18 @@ class Reproducers:
         return reproducer_source(case, self.plan, self.sources[name], result=rec, form=self.form,
                                  triton_version=self.version)
 
+    def minimal(self, case_id: str) -> str | None:
+        """The case's minimal script (minimal.py): its kernel and compile only, in the form of
+        the release that made the record."""
+        case = self.cases.get(case_id)
+        if case is None:
+            return None
+        name = case["kernel"]["file"]
+        if name not in self.sources:
+            self.sources[name] = self.read(name)
+        version = self.version or (self.plan.get("stack") or {}).get("triton")
+        return minimal.minimal_source(case, self.plan, self.sources[name], form=self.form or form_for_version(version))
+
 
 def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: str | None = None,
               triton_version: str | None = None) -> list:
@@ -158,16 +193,19 @@ def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: s
             continue
         if text is None:
             continue
-        rel = f"cases/{rec['id']}/{FILE_NAME}"
         os.makedirs(os.path.join(out_dir, "cases", rec["id"]), exist_ok=True)
-        with open(os.path.join(out_dir, rel), "w") as f:
-            f.write(text)
-        rec.setdefault("artifacts", {})[ARTIFACT] = rel
+        for artifact, file_name, body in ((ARTIFACT, FILE_NAME, text),
+                                          (minimal.ARTIFACT, minimal.FILE_NAME, scripts.minimal(rec["id"]))):
+            rel = f"cases/{rec['id']}/{file_name}"
+            with open(os.path.join(out_dir, rel), "w") as f:
+                f.write(body)
+            rec.setdefault("artifacts", {})[artifact] = rel
     return skipped
 
 
-def _source_function(i: int, case: dict, form: str, kernel_source: str) -> str:
-    """The ASTSource call of one step, written out literally in the release's form."""
+def _source_function(i: int, case: dict, kernel_source: str) -> str:
+    """The compile of one step: its signature, constexprs and hints as data, handed to the
+    script's `_make_source`, which writes them in the form the installed release takes."""
     fn = case["kernel"]["function"]
     names = _arg_names(kernel_source, fn)
     sig, consts, div = case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", [])
@@ -176,25 +214,11 @@ def _source_function(i: int, case: dict, form: str, kernel_source: str) -> str:
     if unknown or missing:
         raise ValueError(f"case {case['id']}: {fn}({', '.join(names)}) does not match its plan entry "
                          f"({'no argument ' + ', '.join(unknown) if unknown else 'no type for ' + ', '.join(missing)})")
-    idx = {a: names.index(a) for a in names}
-    if form == "constexprs":
-        call = [f"{fn},", repr({a: "constexpr" if a in consts else sig[a] for a in names}) + ",",
-                f"constexprs={consts!r},",
-                "attrs={" + ", ".join(f"({idx[a]},): [['tt.divisibility', 16]]" for a in div) + "},"]
-    elif form == "hints":
-        call = [f"{fn},", repr({a: sig[a] for a in names if a not in consts}) + ",", f"constants={consts!r},",
-                "attrs=AttrsDescriptor.from_hints({" + ", ".join(f"{idx[a]}: 16" for a in div) + "}),"]
-    else:
-        call = [f"{fn},", repr({idx[a]: "constexpr" if a in consts else sig[a] for a in names}) + ",",
-                "constants={" + ", ".join(f"{idx[a]}: {v!r}" for a, v in consts.items()) + "},",
-                "attrs=AttrsDescriptor(divisible_by_16=" + ("{" + ", ".join(str(idx[a]) for a in div) + "}"
-                                                            if div else "set()") + "),"]
-    imports = ["    from triton.compiler import ASTSource"]
-    if form != "constexprs":
-        imports.append("    from triton.compiler.compiler import AttrsDescriptor")
     return "\n".join([f"def _source_{i}():",
                       f'    """{case["id"]}: {fn}, {case["num_warps"]} warps, {case["num_stages"]} stages."""',
-                      *imports, "", "    return ASTSource(", *("        " + c for c in call), "    )"])
+                      f"    return _make_source({fn}, {_literal({a: sig[a] for a in names if a in sig})},",
+                      f"                        constexprs={_literal({a: consts[a] for a in names if a in consts})},",
+                      f"                        divisible_by_16={_literal([a for a in names if a in div])})"])
 
 
 def _arg_names(kernel_source: str, fn: str) -> list:
@@ -236,9 +260,28 @@ stages{gate}; expected {expect}, recorded verdict {recorded}. No GPU and no repr
 
     pip install {pip} && python reproducer.py [--json]
 
-It prints the TMA ops found per IR level (SASS from the wheel's cuobjdump) and the verdict,
-and exits 0 when that is the recorded verdict. Below: kernels/{file} as the bundle has it.
+It probes the installed Triton, so it runs on any release: `--expect none` only says what happens
+there. It prints the TMA ops found per IR level (SASS from the wheel's cuobjdump) and the verdict,
+and exits 0 when that is the recorded verdict, 1 when it differs, 2 when the script itself failed
+(script_error: never a finding about the compiler). Below: kernels/{file} as the bundle has it.
 """
+
+import sys as _sys
+
+
+def _script_fault(kind, value, tb):
+    """An exception outside the compiler is this script's fault, not a reproduction: exit 2."""
+    import traceback
+    traceback.print_exception(kind, value, tb)
+    print("verdict: script_error (%s: %s, outside the compiler; this says nothing about Triton)"
+          % (kind.__name__, value))
+    _sys.stdout.flush()
+    _sys.stderr.flush()
+    import os
+    os._exit(2)
+
+
+_sys.excepthook = _script_fault
 
 '''
 
@@ -254,6 +297,8 @@ _SETUP = @SETUP@
 _COMMENT = @COMMENT@
 _LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 
+
+@VERSION_IN@
 
 @SOURCES@
 
@@ -276,18 +321,58 @@ def _scan(level, text):
     return moves, dict(sorted(ops.items()))
 
 
-def _compile_child(index, out):
-    """In the child process: compile one step, write its IR, its metadata and any error."""
-    import triton
-    from triton.backends.compiler import GPUTarget
+def _make_source(fn, signature, constexprs, divisible_by_16):
+    """ASTSource for `fn` in the form the installed release takes (probed, as reprokit's harness
+    does): 3.0-3.1 index-keyed with AttrsDescriptor(divisible_by_16=...), 3.2 name-keyed with
+    AttrsDescriptor.from_hints, 3.3+ name-keyed with "constexpr" entries and path-keyed attrs."""
+    import inspect
+    from triton.compiler import ASTSource
 
+    names = list(fn.arg_names)
+    if "constexprs" in inspect.signature(ASTSource.__init__).parameters:
+        sig = {a: ("constexpr" if a in constexprs else signature[a]) for a in names}
+        attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible_by_16}
+        return ASTSource(fn, sig, constexprs=dict(constexprs), attrs=attrs)
+    from triton.compiler import compiler
+    attrs_cls = getattr(compiler, "AttrsDescriptor", None)
+    hints = {names.index(a): 16 for a in divisible_by_16}
+    if attrs_cls is not None and hasattr(attrs_cls, "from_hints"):
+        sig = {a: signature[a] for a in names if a not in constexprs}
+        return ASTSource(fn, sig, constants=dict(constexprs), attrs=attrs_cls.from_hints(hints))
+    sig = {names.index(a): ("constexpr" if a in constexprs else signature[a]) for a in names}
+    consts = {names.index(a): v for a, v in constexprs.items()}
+    attrs = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
+    return ASTSource(fn, sig, constants=consts, attrs=attrs)
+
+
+def _write_result(out, doc):
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump(doc, f)
+
+
+def _compile_child(index, out):
+    """In the child process: compile one step, write its IR, its metadata and any error. What
+    fails before triton.compile is called is the script's fault (script_error), not the compiler's;
+    the `compiling` file marks the moment the compiler takes over."""
     step = _SPEC["steps"][index]
-    src = globals()["_source_%d" % index]()
-    target = GPUTarget("cuda", _SPEC["capability"], 32)
+    try:
+        import triton
+        try:
+            from triton.backends.compiler import GPUTarget
+        except ImportError:
+            from triton.compiler.compiler import GPUTarget
+        src = globals()["_source_%d" % index]()
+        target = GPUTarget("cuda", _SPEC["capability"], 32)
+        options = {"num_warps": step["num_warps"], "num_stages": step["num_stages"]}
+    except BaseException as e:
+        import traceback
+        _write_result(out, {"status": "script_error", "error": "%s: %s" % (type(e).__name__, e),
+                            "traceback": traceback.format_exc()})
+        return
+    open(os.path.join(out, "compiling"), "w").close()
     t0 = time.perf_counter()
     try:
-        compiled = triton.compile(src, target=target,
-                                  options={"num_warps": step["num_warps"], "num_stages": step["num_stages"]})
+        compiled = triton.compile(src, target=target, options=options)
     except Exception as e:  # the compiler's refusal is the result
         removed = None
         chain = e
@@ -296,8 +381,7 @@ def _compile_child(index, out):
                 removed = str(chain).strip() or "not implemented in this release"
                 break
             chain = chain.__cause__ or chain.__context__
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        error = next((ln for ln in lines if re.search(r"\b(error|fatal)\s*:", ln)), lines[-1] if lines else type(e).__name__)
+        error = one_line(e)
         doc = {"status": "unsupported" if removed else "compile_error", "error": removed or error,
                "exception": type(e).__name__}
     else:
@@ -308,8 +392,7 @@ def _compile_child(index, out):
                     f.write(data)
         doc = {"status": "ok", "shared": int(getattr(compiled.metadata, "shared", 0) or 0)}
     doc["compile_s"] = round(time.perf_counter() - t0, 3)
-    with open(os.path.join(out, "result.json"), "w") as f:
-        json.dump(doc, f)
+    _write_result(out, doc)
 
 
 def _disassemble(cubin):
@@ -329,6 +412,8 @@ def _disassemble(cubin):
 
 def _judge(step, res, gate):
     expect, status = step["expect"], res["status"]
+    if status == "script_error":
+        return "script_error", res["error"]
     if status in ("unsupported", "timeout"):
         return status, res["error"]
     if status == "crash":
@@ -336,10 +421,12 @@ def _judge(step, res, gate):
     if status == "compile_error":
         if expect != "no-tma":
             return "error", res["error"]
-        mine = step["reject"]  # the case's expected rejections on this Triton release
+        mine = step["reject"]  # the case's expected rejections, each for the releases it names
         if mine is None:  # a plan from before rejections were named
             return "rejected", "compiler refused the broken invariant: " + res["error"]
         for r in mine:
+            if not version_in(_triton_version(), r.get("triton", "")):
+                continue
             if (not r.get("pass") or res.get("failing_pass") == r["pass"]) and re.search(r["message"], res["error"]):
                 return "rejected", "compiler refused the broken invariant as expected: " + res["error"]
         return "error", "compile error, but not the rejection this case expects: " + res["error"]
@@ -376,6 +463,9 @@ def _run_step(index, scratch):
     res["stderr_tail"] = "\n".join(p.stderr.rstrip().splitlines()[-20:])
     if not os.path.exists(os.path.join(out, "result.json")):
         how = ("killed by %s" % signal.Signals(-p.returncode).name) if p.returncode < 0 else "exited with code %d" % p.returncode
+        if not os.path.exists(os.path.join(out, "compiling")):
+            res.update(status="script_error", error="the script's compile process %s before the compiler ran" % how)
+            return res
         m = re.search(r"(UNREACHABLE executed.*|Assertion `.*failed\.?|LLVM ERROR: .*|Segmentation fault.*)", p.stderr)
         res.update(status="crash", error="%s (%s)" % (m.group(1).strip(), how) if m else "compiler process " + how)
         return res
@@ -424,6 +514,14 @@ def main(argv):
         _compile_child(int(argv[1]), argv[2])
         return 0
     as_json = "--json" in argv
+    expect = "recorded"
+    if "--expect" in argv:
+        i = argv.index("--expect")
+        expect = argv[i + 1] if i + 1 < len(argv) else ""
+    if expect not in ("recorded", "none"):
+        print("reproducer: --expect takes recorded (does it still reproduce?) or none (what happens here?)",
+              file=sys.stderr)
+        return 2
     scratch = tempfile.mkdtemp(prefix="reproducer-")
     try:
         done = {}
@@ -435,11 +533,12 @@ def main(argv):
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     case = done[_SPEC["steps"][-1]["id"]]
-    recorded = _SPEC["recorded"]
-    reproduced = None if not recorded else case["verdict"] == recorded["verdict"]
+    recorded = _SPEC["recorded"] if expect == "recorded" else None
+    faulty = [r for r in done.values() if r["verdict"] == "script_error"]
+    reproduced = None if not recorded or faulty else case["verdict"] == recorded["verdict"]
     doc = {"triton": _triton_version(), "gpu": _SPEC["gpu"], "capability": _SPEC["capability"],
            "steps": list(done.values()), "case": case["id"], "verdict": case["verdict"],
-           "recorded": recorded, "reproduced": reproduced}
+           "expect": expect, "recorded": recorded, "reproduced": reproduced}
     if as_json:
         print(json.dumps(doc, indent=1, sort_keys=True))
     else:
@@ -454,9 +553,16 @@ def main(argv):
             if res["status"] in ("compile_error", "crash") and res.get("stderr_tail"):
                 print("  compiler output (last lines):")
                 print("\n".join("    " + ln for ln in res["stderr_tail"].splitlines()[-12:]))
+            if res["status"] == "script_error":
+                print(res.get("traceback") or res.get("stderr_tail") or "", file=sys.stderr)
             print("  verdict: %s (%s)" % (res["verdict"], res["reason"]))
-        if recorded:
+        if faulty:
+            print("script_error: the script failed outside the compiler; this says nothing about Triton %s"
+                  % doc["triton"])
+        elif recorded:
             print("recorded verdict: %s -> %s" % (recorded["verdict"], "reproduced" if reproduced else "DIFFERS"))
+    if faulty:
+        return 2
     return 0 if reproduced is not False else 1
 
 
