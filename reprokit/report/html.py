@@ -126,8 +126,8 @@ def _finding(r: Report, fnd) -> list[str]:
         if i == r.focus(fnd):
             repro = r.standalone(i, fnd.case)
             if repro is not None:
-                out.append(_details(f"standalone reproducer ({f.label}): pip install triton=={f.triton} && python "
-                                    f"reproducer.py ({repro.path})", _pre(repro.text)))
+                out.append(_details(f"minimal reproducer ({f.label}): pip install triton=={f.triton} && python "
+                                    f"minimal.py (the full one: {repro.path})", _pre(repro.minimal or repro.text)))
         exs = r.excerpts(i, fnd.case)
         if exs:
             out.append(_details(f"IR excerpts ({f.label}): {', '.join(e.level for e in exs)}",

@@ -201,11 +201,12 @@ def _standalone_part(r: Report, fnd) -> list[str]:
     if repro is None:
         return []
     f = r.facts[i]
-    origin = "The bundle carries it" if repro.source == "bundle" else "Made from the bundle's plan and kernel source"
-    return details(f"Standalone reproducer ({f.label}): needs only Triton, no GPU",
-                   [f"`pip install triton=={f.triton} && python reproducer.py`: it compiles the case as the "
-                    "bundle did, prints the TMA ops it finds per IR level and the verdict, and exits 0 when the "
-                    f"verdict is the recorded one. {origin} (`{repro.path}`).", "", *fence(repro.text, "python")])
+    origin = "the bundle carries it" if repro.source == "bundle" else "made from the bundle's plan and kernel source"
+    return details(f"Minimal reproducer ({f.label}): needs only Triton, no GPU",
+                   [f"`pip install triton=={f.triton} && python minimal.py`: the kernel and its compile, nothing "
+                    "else. The full reproducer, which judges the verdict on any release from 3.0 "
+                    f"(`python reproducer.py --expect none` there), is `{repro.path}` ({origin}).", "",
+                    *fence(repro.minimal or repro.text, "python")])
 
 
 def _summary(r: Report) -> list[str]:

@@ -87,18 +87,20 @@ class Standalone:
     text: str
     source: str      # "bundle": the file the bundle carries; "made": from its plan.json and kernels/
     path: str        # where it is (or would be) in the bundle
+    minimal: str | None = None  # the case's minimal.py: its kernel and compile only, what an issue embeds
 
 
 def standalone(bundle, case_id: str) -> Standalone | None:
     """The case's standalone reproducer (a Python file that needs only Triton): the one the bundle
     carries, else made from the bundle's own plan and kernel sources (older bundles); None when
     the case has none (a CUDA C++ case, a kernel file that is not plain Python)."""
-    from reprokit.harness import reproducer
+    from reprokit.harness import minimal, reproducer
 
     rec = next((c for c in bundle.results["cases"] if c["id"] == case_id), None) or {}
-    rel = (rec.get("artifacts") or {}).get(reproducer.ARTIFACT)
-    if rel and rel in bundle.data:
-        return Standalone(bundle.read_text(rel), "bundle", rel)
+    arts = rec.get("artifacts") or {}
+    rel, small = arts.get(reproducer.ARTIFACT), arts.get(minimal.ARTIFACT)
+    if rel and rel in bundle.data and small and small in bundle.data:
+        return Standalone(bundle.read_text(rel), "bundle", rel, bundle.read_text(small))
     case = next((c for c in bundle.plan.get("cases", []) if c["id"] == case_id), None)
     kernel = f"kernels/{((case or {}).get('kernel') or {}).get('file')}"
     if case is None or kernel not in bundle.data:
@@ -108,9 +110,14 @@ def standalone(bundle, case_id: str) -> Standalone | None:
     try:
         # None for a CUDA C++ case: replay rebuilds it from kernels/, not a Python script
         text = scripts.text(case_id, rec or None)
+        small_text = scripts.minimal(case_id)
     except (ValueError, SyntaxError):
         return None
-    return None if text is None else Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}")
+    if text is None:
+        return None
+    if rel and rel in bundle.data:  # a bundle from before minimal scripts: its own full one, a minimal made now
+        return Standalone(bundle.read_text(rel), "bundle", rel, small_text)
+    return Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}", small_text)
 
 
 def build(paths: Sequence[Path], *, mixed_profiles: bool = False) -> Report:

@@ -80,8 +80,9 @@ def test_markdown_dwells_on_crash_unmet_and_rejections_and_lists_api_changes(md,
     assert "<summary>MLIR reproducer of the failing pass (triton 3.0.0" in crash
     assert "tt.experimental_descriptor_load %arg0" in crash and "triton-nvidia-tma-lowering" in crash
     # its standalone reproducer, made from the bundle's own plan and kernels: Triton only
-    m = re.search(r"<summary>Standalone reproducer \(triton 3\.0\.0\).*?```python\n(.*?)\n```\n", crash, re.S)
-    assert m and "pip install triton==3.0.0 && python reproducer.py" in crash
+    m = re.search(r"<summary>Minimal reproducer \(triton 3\.0\.0\).*?```python\n(.*?)\n```\n", crash, re.S)
+    assert m and "pip install triton==3.0.0 && python minimal.py" in crash
+    assert "`cases/experimental_descriptor.p1/reproducer.py`" in crash
     script = m.group(1)
     compile(script, "reproducer.py", "exec")
     assert "def copy_p1_narrow(" in script and not re.search(r"^\s*(?:import|from) reprokit", script, re.M)
