@@ -65,11 +65,12 @@ def submit(directory: Path, plan: Path, tasks: tuple, spec: FleetSpec, mode: str
     """Freeze the plan into `directory`, write fleet.json and submit one array job per distinct
     Slurm request (tasks of GPU profiles that ask for the same resources share one array)."""
     directory = Path(directory).resolve()
-    slurm.require_client()
+    # The user's inputs first, whatever this host has: a bad plan is the same error with or without Slurm.
     bundle = open_bundle(plan, keep=lambda rel: False)   # verified before anything is written
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(f"{directory}: exists and is not an empty folder; a fleet folder is new "
                          "(`fleet collect --resubmit` reruns what failed in an old one)")
+    slurm.require_client()
     made = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     fleet = None

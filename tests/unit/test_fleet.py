@@ -134,10 +134,16 @@ def _cli(*args, env=None):
 def test_fleet_submit_bad_input_is_one_line_exit_2_and_no_folder(tmp_path, repo_root, args, message):
     golden = sorted((repo_root / "bundles" / "golden").rglob("*.tgz"))[0]
     d = tmp_path / "fleet"
-    p = _cli("fleet", "submit", *[str(golden) if a == "GOLDEN" else a for a in args], "--dir", str(d))
-    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("reprokit:")]
-    assert p.returncode == 2 and len(lines) == 1 and message in lines[0], p.stderr
-    assert not d.exists()
+    import os
+    import sys
+
+    argv = ["fleet", "submit", *[str(golden) if a == "GOLDEN" else a for a in args], "--dir", str(d)]
+    # The same answer on a host with a Slurm client and on one without (no sbatch on PATH).
+    for env in (None, {**os.environ, "PATH": os.path.dirname(sys.executable)}):
+        p = _cli(*argv, env=env)
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith("reprokit:")]
+        assert p.returncode == 2 and len(lines) == 1 and message in lines[0], p.stderr
+        assert not d.exists()
 
 
 def test_fleet_submit_without_slurm_leaves_nothing(tmp_path, repo_root):
