@@ -3,32 +3,49 @@
 Locks: `hold(target)` takes an flock on `.<name>.lock` beside `target` (a capture folder, a
 bundle file, a sweep point, a venv), so a second writer is told at once (OutputBusy, exit 2)
 instead of mixing its files with the first's. The kernel drops an flock when its holder dies,
-however it dies, so "can I take the lock?" also answers "is its owner dead?". Lock files are
-removed on release; a taker checks that the file it locked is still the one under the name.
+however it dies, so "can I take the lock?" also answers "is its owner dead?". A lock file is
+made exclusively (O_EXCL) and starts with our mark; an existing file under that name is used
+only when it carries the mark, else it is the user's and the writer is refused (OutputExists),
+the file untouched: never truncated, never removed. Lock files are removed on release; a taker
+checks that the file it locked is still the one under the name.
 
 Temporary things (a capture written aside, a bundle being packed, a per-run scratch folder, a
-half-built venv) get names no user picks by accident, `<stem>.reprokit-<pid>-<8 hex>.<kind>`,
-and each is covered by its own lock while its owner lives. `sweep(folder)` removes those whose
-owner is dead, and only those: nothing without that token in its name is ever touched.
+half-built venv) get names no user picks by accident, exactly `<stem>.reprokit-<pid>-<8 hex>.<kind>`
+with one of KINDS, and each is covered by its own marked lock while its owner lives.
+`sweep(folder)` removes, from that folder only, those whose owner is dead: the whole name must
+have that shape and its lock file must carry our mark, so a user's `paper-reprokit-12-deadbeef.md`
+or `reprokit-2025-0badf00d-notes/` is never touched.
+
+Output folders that reprokit may later replace or write into (a capture, a sweep's work folder)
+carry a marker file of their own, MARKER, naming their kind; `marked(folder, kind)` is the only
+test a replacing writer trusts.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import secrets
 import shutil
+import stat
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from reprokit.errors import FileSystemError, OutputBusy
+from reprokit.errors import FileSystemError, OutputBusy, OutputExists
 
 _MARK = "reprokit-lock"
-_TOKEN = re.compile(r"\.?reprokit-(\d+)-([0-9a-f]{8})\b")
+# Every kind of temporary thing reprokit makes; a name with any other ending is not ours.
+KINDS = ("partial", "old", "tmp", "owner", "probe", "run")
+_TEMP = re.compile(r"(?P<stem>.+)\.reprokit-(?P<pid>\d+)-(?P<hex>[0-9a-f]{8})\.(?P<kind>%s)"
+                   % "|".join(KINDS))
+# The marker file of an output folder reprokit made (and so may replace): {"made_by": "reprokit", "kind": ...}.
+MARKER = ".reprokit-output.json"
 
 
 def lock_file(target: Path) -> Path:
@@ -63,24 +80,72 @@ def _owner(path: Path) -> str:
     return f"another reprokit (pid {m.group(1)})" if m else "another reprokit"
 
 
+def _marked(fd: int) -> bool | None:
+    """True when the open lock file starts with our mark, False when it holds anything else,
+    None when it is empty (a creator between its O_EXCL open and its write, or not ours)."""
+    head = os.pread(fd, len(_MARK), 0)
+    if not head:
+        return None
+    return head == _MARK.encode()
+
+
+def _not_ours(path: Path) -> OutputExists:
+    return OutputExists(f"{path} is not a reprokit lock file, so the output beside it is not written "
+                        "(it was left as it is; move it away if it is not yours)")
+
+
 def try_acquire(target: Path, what: str = "") -> Lock | None:
     """The lock on `target`, or None when a live process holds it. FileSystemError when the
-    lock file cannot be made (a read-only or missing folder): the output could not be written either."""
+    lock file cannot be made (a read-only or missing folder): the output could not be written either.
+    OutputExists when a file that is not one of our lock files holds the name."""
     path = lock_file(target)
+    empty_seen = 0
     while True:
+        created = True
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            created = False
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                continue  # its holder released it just now: make it ours
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                    raise _not_ours(path) from None
+                raise FileSystemError.of(path, e, "cannot open the lock") from None
         except OSError as e:
             # Name the folder: the lock file is ours, the folder is what the user chose.
             raise FileSystemError(f"{path.parent}: cannot write {what or Path(target).name} here: "
                                   f"{e.strerror or e}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not created and not os.path.samestat(os.fstat(fd), os.stat(path)):
+                os.close(fd)
+                continue
+            if not created and not _regular(fd):
+                os.close(fd)
+                raise _not_ours(path)
+            # A file we just made is ours: wait the instant a sweeper may hold it to read it.
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if created else fcntl.LOCK_NB))
+        except FileNotFoundError:
+            os.close(fd)
+            continue
         except OSError as e:
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 return None
             raise FileSystemError.of(path, e, "cannot lock") from None
+        if not created:
+            mark = _marked(fd)
+            if mark is None and empty_seen < 50:
+                # Perhaps a creator between its O_EXCL open and its write: look again shortly.
+                empty_seen += 1
+                os.close(fd)
+                time.sleep(0.01)
+                continue
+            if not mark:
+                os.close(fd)
+                raise _not_ours(path)
         # The previous holder may have removed the file between our open and our flock.
         st = os.fstat(fd)
         try:
@@ -90,9 +155,14 @@ def try_acquire(target: Path, what: str = "") -> Lock | None:
         if cur is None or (cur.st_dev, cur.st_ino) != (st.st_dev, st.st_ino):
             os.close(fd)
             continue
+        # Ours (just made, or marked by an earlier reprokit): say who holds it now.
         os.ftruncate(fd, 0)
-        os.write(fd, f"{_MARK} pid={os.getpid()} {what}\n".encode())
+        os.pwrite(fd, f"{_MARK} pid={os.getpid()} {what}\n".encode(), 0)
         return Lock(path, fd)
+
+
+def _regular(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 def acquire(target: Path, what: str = "") -> Lock:
@@ -118,12 +188,15 @@ def owner_alive(item: Path) -> bool:
     lock = try_acquire(item)
     if lock is None:
         return True
-    lock.release()
+    # Let go, but leave the file: it is what tells sweep() that the dead owner's item is ours.
+    os.close(lock.fd)
     return False
 
 
 def temp_name(stem: str, kind: str) -> str:
     """`<stem>.reprokit-<pid>-<8 hex>.<kind>`: a name sweep() can tell for ours."""
+    if kind not in KINDS:
+        raise ValueError(f"temp kind {kind!r} is not one of {KINDS}: sweep() would never remove it")
     return f"{stem}.reprokit-{os.getpid()}-{secrets.token_hex(4)}.{kind}"
 
 
@@ -176,8 +249,10 @@ def temp(folder: Path, stem: str, kind: str, *, is_dir: bool) -> Iterator[Temp]:
 def scratch(root: Path, stem: str) -> Iterator[Path]:
     """A temporary folder under `root` (the system temp folder, HostEnv.tmp), named so that the
     next run's sweep() removes it should this process be killed outright (tempfile's names are
-    not ours to remove)."""
-    with temp(Path(root), f"reprokit-{stem}", "tmp", is_dir=True) as t:
+    not ours to remove); what dead runs left there goes first."""
+    root = Path(root)
+    sweep(root)
+    with temp(root, f"reprokit-{stem}", "tmp", is_dir=True) as t:
         yield t.path
 
 
@@ -211,26 +286,45 @@ def _remove(path: Path) -> None:
 
 
 def is_ours(name: str) -> bool:
-    return bool(_TOKEN.search(name))
+    """Whether `name` has, whole, the shape temp_name() makes (any stem, one of KINDS)."""
+    return _TEMP.fullmatch(name) is not None
+
+
+def _lock_is_ours(path: Path) -> bool:
+    """Whether `path` is a regular file that starts with our lock mark (read, never opened for writing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return _regular(fd) and bool(_marked(fd))
+    finally:
+        os.close(fd)
 
 
 def sweep(folder: Path) -> list[Path]:
     """Remove, from `folder` only, the temporary things of dead owners, and their stale locks.
 
-    Returns what was removed. Names without the token of temp_name() are never touched, and
-    neither is anything whose owner still holds its lock.
+    Returns what was removed. A thing is removed only when its whole name has the shape
+    temp_name() makes and its lock file beside it carries our mark (a temp is locked before it
+    exists, and a killed owner leaves its lock file behind), and no live process holds that lock.
+    A stale lock file is removed only when it carries our mark and what it covered is gone.
     """
     folder = Path(folder)
     try:
         names = os.listdir(folder)
     except OSError:
         return []
+    writable = os.access(folder, os.W_OK)
     removed = []
     for name in sorted(names):
-        if not is_ours(name) or (name.startswith(".") and name.endswith(".lock")):
+        if not is_ours(name) or not _lock_is_ours(lock_file(folder / name)):
             continue
         item = folder / name
-        lock = try_acquire(item) if os.access(folder, os.W_OK) else None
+        try:
+            lock = try_acquire(item) if writable else None
+        except (OutputExists, FileSystemError):
+            continue
         if lock is None:
             continue  # alive, or a folder we may not clean
         try:
@@ -239,19 +333,63 @@ def sweep(folder: Path) -> list[Path]:
         finally:
             lock.release()
     for name in sorted(names):
-        if not (name.startswith(".") and name.endswith(".lock")):
+        if not (name.startswith(".") and name.endswith(".lock")) or len(name) <= len("..lock"):
             continue
         path = folder / name
         target = folder / name[1:-len(".lock")]
-        if target.exists() and is_ours(target.name):
-            continue
+        if target.exists() or target.is_symlink() or not _lock_is_ours(path):
+            continue  # what it covers is there (a capture, a bundle: its owner releases it), or not ours
         try:
-            if not path.read_text(errors="replace").startswith(_MARK):
-                continue  # not one of ours
-        except OSError:
+            lock = try_acquire(target) if writable else None
+        except (OutputExists, FileSystemError):
             continue
-        lock = try_acquire(target) if os.access(folder, os.W_OK) else None
         if lock is not None:
             lock.release()
             removed.append(path)
     return removed
+
+
+def mark(folder: Path, kind: str) -> None:
+    """Say, inside `folder`, that reprokit made it as a `kind` ("capture", "sweep-work")."""
+    path = Path(folder) / MARKER
+    try:
+        path.write_text(json.dumps({"made_by": "reprokit", "kind": kind}, sort_keys=True) + "\n")
+    except OSError as e:
+        raise FileSystemError.of(path, e, "cannot write") from None
+
+
+def marked(folder: Path, kind: str) -> bool:
+    """Whether `folder` is a real folder (not a link) that reprokit made as a `kind`."""
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        doc = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("made_by") == "reprokit" and doc.get("kind") == kind
+
+
+_PROTECTED_HELP = "choose a new or empty folder of its own"
+
+
+def check_replaceable_path(path: Path, what: str) -> None:
+    """Refuse (OutputExists, exit 2) an output folder whose replacement would take far more than
+    reprokit made: the current folder (an empty --out is the current folder), an ancestor of it,
+    the file system root, or HOME."""
+    raw = str(path)
+    p = Path(os.path.abspath(path))
+    cwd = Path(os.path.abspath(os.getcwd()))
+    home = os.environ.get("HOME")
+    why = None
+    if raw in ("", ".") or p == cwd:
+        why = "is the current folder"
+    elif p == Path(p.anchor):
+        why = "is the file system root"
+    elif home and p in {Path(os.path.abspath(home)), Path(os.path.realpath(home))}:
+        why = "is your home folder"
+    elif p in cwd.parents or Path(os.path.realpath(p)) in Path(os.path.realpath(cwd)).parents \
+            or Path(os.path.realpath(p)) == Path(os.path.realpath(cwd)):
+        why = "holds the current folder"
+    if why:
+        raise OutputExists(f"{raw or repr(raw)}: refused as the {what} folder: it {why}; {_PROTECTED_HELP}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reprokit import locks
-from reprokit.errors import FileSystemError, OutputBusy
+from reprokit.errors import FileSystemError, OutputBusy, OutputExists
 
 HOLDER = """
 import sys, time
@@ -89,3 +89,77 @@ def test_run_scratch_is_one_folder_removed_at_the_end(tmp_path):
         # The folder is handed to child processes; this process's temp settings stay as they were.
         assert (os.environ.get("TMPDIR"), tempfile.gettempdir()) == before
     assert os.listdir(tmp_path) == []
+
+
+def test_sweep_takes_only_whole_temp_names_with_our_lock(tmp_path):
+    """Names that merely contain a reprokit token are the user's; so is a temp-shaped name with no
+    lock file of ours beside it."""
+    user = {
+        "reprokit-2025-0badf00d-notes/n.txt": "notes\n",
+        "paper-reprokit-12-deadbeef.md": "paper\n",
+        ".cap.reprokit-12-deadbeef.partial.bak": "bak\n",
+        "x.reprokit-12-deadbeef.pdf": "pdf\n",
+        ".cap.reprokit-999999-deadbeef.partial/f": "shape, but no lock of ours\n",
+        ".x.reprokit-999998-deadbeef.tmp": "shape, and a lock that is not ours\n",
+        "..x.reprokit-999998-deadbeef.tmp.lock": "my own lock file\n",
+        ".thing.lock": "not reprokit's\n",
+    }
+    for rel, text in user.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    t = locks.make_temp(tmp_path, ".cap", "partial", is_dir=True)
+    os.close(t.lock.fd)  # as a SIGKILL leaves it: the flock gone, the marked lock file there
+    assert locks.is_ours(t.path.name) and not locks.is_ours("paper-reprokit-12-deadbeef.md")
+    removed = locks.sweep(tmp_path)
+    assert removed == [t.path] and not t.path.exists() and not t.lock.path.exists()
+    for rel, text in user.items():
+        assert (tmp_path / rel).read_text() == text, rel
+
+
+def test_a_lock_name_the_user_holds_is_refused_and_left_as_it_is(tmp_path):
+    mine = tmp_path / ".cap.lock"
+    mine.write_text("my lock notes\n")
+    with pytest.raises(OutputExists, match="is not a reprokit lock file"):
+        locks.acquire(tmp_path / "cap")
+    assert mine.read_text() == "my lock notes\n"
+    mine.unlink()
+    mine.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OutputExists):
+        locks.acquire(tmp_path / "cap")
+    assert not (tmp_path / "elsewhere").exists()
+    mine.unlink()
+    with locks.hold(tmp_path / "cap"):
+        assert mine.read_text().startswith("reprokit-lock pid=")
+    assert not mine.exists()
+
+
+def test_a_lock_left_by_a_killed_reprokit_is_taken_over(tmp_path):
+    lock = locks.acquire(tmp_path / "cap", "capture")
+    os.close(lock.fd)  # killed: the file stays, marked
+    with locks.hold(tmp_path / "cap", "capture") as again:
+        assert again.path == lock.path
+
+
+def test_markers_name_a_kind(tmp_path):
+    assert not locks.marked(tmp_path, "capture")
+    locks.mark(tmp_path, "capture")
+    assert locks.marked(tmp_path, "capture") and not locks.marked(tmp_path, "sweep-work")
+    (tmp_path / locks.MARKER).write_text('{"kind": "capture"}')  # not made by reprokit
+    assert not locks.marked(tmp_path, "capture")
+
+
+@pytest.mark.parametrize("raw", ["", ".", "/", "HOME", "..", "PARENT"])
+def test_folders_that_hold_more_than_an_output_are_refused(tmp_path, monkeypatch, raw):
+    cwd = tmp_path / "home" / "work"
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = {"HOME": str(tmp_path / "home"), "PARENT": str(tmp_path)}.get(raw, raw)
+    with pytest.raises(OutputExists, match="refused as the capture folder"):
+        locks.check_replaceable_path(Path(path) if raw else path, "capture")
+    locks.check_replaceable_path(cwd / "cap", "capture")  # a folder of its own is fine
+
+
+def test_temp_kinds_are_the_ones_sweep_knows():
+    with pytest.raises(ValueError):
+        locks.temp_name("x", "md")
