@@ -7,6 +7,10 @@ harness finished; with force, the old folder is swapped out only then (one atomi
 so an interrupt at any moment leaves either the old capture or the new one. A failed run is
 kept beside it as `<name>.failed` (or `.failed-2`, ...: an existing one is never replaced) with
 its logs. Its temporary files (the harness's, the compilers') live in one per-run folder.
+
+A capture folder carries reprokit's marker (locks.MARKER, kind "capture") from its first moment;
+--force replaces only a folder with that marker, and never the current folder, one of its
+ancestors, / or HOME.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from reprokit.gpu import reset_locked_clocks
 from reprokit.options import Origin, RunOptions
 from reprokit.proc import last_line
 from reprokit.suite import build_plan, copy_kernels, kernels_dir
+
+CAPTURE = "capture"  # the marker kind of a capture folder (reprokit.locks.mark)
 
 
 @dataclass(frozen=True)
@@ -82,23 +88,33 @@ def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> 
     return results, None
 
 
-def check_out_dir(out_dir: Path, force: bool) -> None:
-    """Refuse an out_dir that is not a folder, or holds something and may not be replaced."""
+def check_out_dir(out_dir: Path, force: bool) -> bool:
+    """Refuse an out_dir that is not a folder, or holds something that may not be replaced: without
+    force anything; with force anything but a capture reprokit made (its marker says so). The
+    current folder, its ancestors, / and HOME are refused outright. True when out_dir holds a
+    capture that the new one replaces."""
+    locks.check_replaceable_path(out_dir, "capture")
     out_dir = Path(out_dir)
     try:
-        if out_dir.exists() and not out_dir.is_dir():
+        if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
             raise OutputExists(f"{out_dir} exists and is not a folder; a capture is a folder")
         if out_dir.exists() and any(out_dir.iterdir()):
             if not force:
                 raise OutputExists(f"{out_dir} exists and is not empty (use --force to replace it)")
+            if not locks.marked(out_dir, CAPTURE):
+                raise OutputExists(f"{out_dir} is not a capture reprokit made (no {locks.MARKER} of kind "
+                                   f"{CAPTURE!r} in it), so --force does not replace it; choose another --out")
             return True
     except OSError as e:
         raise FileSystemError.of(out_dir, e, "cannot read") from None
     return False
 
 
-def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions) -> Capture:
-    """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir."""
+def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions, *,
+            failed_as: Path | None = None) -> Capture:
+    """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir.
+    A failed run is kept beside `failed_as` (default out_dir) as `<name>.failed[-N]`."""
+    locks.check_replaceable_path(out_dir, "capture")
     out_dir = Path(out_dir).absolute()
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +127,8 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work, \
                 locks.run_scratch(executor.host.tmp, "capture") as scratch:
             try:
-                cap = _run(stack, executor, out_dir, work.path, options, scratch)
+                cap = _run(stack, executor, out_dir, work.path, options, scratch,
+                           Path(failed_as).absolute() if failed_as else out_dir)
             finally:
                 # The harness resets clocks it locked; this covers a harness killed before it could.
                 reset_locked_clocks(options.gpu)
@@ -120,7 +137,7 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
 
 
 def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: RunOptions,
-         scratch: Path) -> Capture:
+         scratch: Path, failed_as: Path) -> Capture:
     profile, mode = options.profile, options.mode
     if options.plan is None:
         plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
@@ -131,6 +148,7 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     plan.pop("gpu", None)
     if options.gpu.record():
         plan["gpu"] = options.gpu.record()
+    locks.mark(work, CAPTURE)  # first: whatever of this folder survives is known for ours
     try:
         (work / "logs").mkdir()
         (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
@@ -143,11 +161,11 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
                                gpu=options.gpu.on_gpu, scratch=scratch)
     results, why = harness_results(stack, executor.name, run, work)
     if why:
-        raise HarnessError(f"{why} (logs in {_keep_failed(work, out_dir)})")
+        raise HarnessError(f"{why} (logs in {keep_failed(work, failed_as)})")
     return Capture(out_dir, stack, profile, executor.name, plan["mode"], facts, run, results)
 
 
-def _keep_failed(work: Path, out_dir: Path) -> Path:
+def keep_failed(work: Path, out_dir: Path) -> Path:
     """Move a failed run's folder to the first free `<name>.failed[-N]`; never over anything."""
     for n in range(1, 1000):
         failed = out_dir.with_name(out_dir.name + (".failed" if n == 1 else f".failed-{n}"))

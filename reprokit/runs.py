@@ -1,24 +1,31 @@
 """A run over several stacks: capture each, bundle each, and the cross-stack verdict grid.
 
 One stack's failure (image build, harness crash, engine down) is recorded and the others go on.
-Each capture is made in the bundles' own folder, as <out>/<stack>-<gpu>, and removed once
-bundled; what failed stays there (<stack>-<gpu>.failed, or the capture the writer refused), so
-the logs are where the error message says.
+Each capture is made in a locked temporary folder of this run inside the bundles' folder
+(`.<stack>-<gpu>.reprokit-<pid>-<hex>.run`), so a user's `<out>/<stack>-<gpu>` is never needed,
+never replaced; the folder goes once bundled, and a killed run's is swept by the next writer.
+What failed is kept beside the bundles as `<stack>-<gpu>.failed[-N]` (a harness failure, or the
+capture the writer refused), never over anything, so the logs are where the error message says.
+
+One run at a time per bundle folder: a second `run` or `replay` into the same --out is refused
+at the start (OutputBusy, exit 2), before it does any work.
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from reprokit import locks
-from reprokit.capture import capture
+from reprokit.capture import capture, keep_failed
 from reprokit.config import Stack
-from reprokit.errors import FileSystemError, OutputBusy, ReprokitError
+from reprokit.errors import CaptureInvalid, FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, RunOptions
+
+# The lock a run holds on its bundle folder (as `<out>/.run.lock`).
+RUN_LOCK = "run"
 
 # progress(stack name, state): how run_stacks tells its caller where it is.
 Progress = Callable[[str, str], None]
@@ -45,31 +52,39 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
     from reprokit.bundle.writer import write_bundle
 
     outcomes = []
+    out = Path(bundle.out_dir)
     try:
-        Path(bundle.out_dir).mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise FileSystemError.of(bundle.out_dir, e, "cannot create the bundle folder") from None
-    locks.check_writable(bundle.out_dir, "probe")  # before any suite runs, not after
-    for stack in stacks:
-        if progress:
-            progress(stack.name, "capturing")
-        try:
-            # Captured beside its bundle, so a failed run's logs stay where the error says.
-            # The folder is ours (named for this stack and profile): a leftover of an earlier run goes.
-            where = Path(bundle.out_dir) / f"{stack.name}-{options.profile.key}"
-            cap = capture(stack, executor, where, replace(_options_for(options, stack), force=True))
+        raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
+    locks.check_writable(out, "probe")  # before any suite runs, not after
+    # Held for the whole run: a second run into this folder stops here, not after its work.
+    with locks.hold(out / RUN_LOCK, "a run"):
+        locks.sweep(out)  # what killed runs left here
+        for stack in stacks:
             if progress:
-                progress(stack.name, "bundling")
-            path = write_bundle(cap.out_dir, cap.origin(), bundle)
-            outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings()),
-                                         tuple(cap.harness_errors())))
-            shutil.rmtree(cap.out_dir)
-        except (FileSystemError, OutputBusy):
-            raise  # the output itself is unusable: every other stack would fail the same way
-        except ReprokitError as e:
-            outcomes.append(StackOutcome(stack.name, None, None, str(e)))
-        if progress:
-            progress(stack.name, "done" if outcomes[-1].ok else "failed")
+                progress(stack.name, "capturing")
+            name = f"{stack.name}-{options.profile.key}"
+            try:
+                with locks.temp(out, f".{name}", "run", is_dir=True) as tmp:
+                    cap = capture(stack, executor, tmp.path / name, _options_for(options, stack),
+                                  failed_as=out / name)
+                    if progress:
+                        progress(stack.name, "bundling")
+                    try:
+                        path = write_bundle(cap.out_dir, cap.origin(), bundle)
+                    except CaptureInvalid as e:
+                        raise CaptureInvalid(f"{e} (the capture is kept in {keep_failed(cap.out_dir, out / name)})",
+                                             e.problems) from None
+                    # Read while the capture is still there: the temporary folder goes next.
+                    outcomes.append(StackOutcome(stack.name, path, cap.results, None, tuple(cap.warnings()),
+                                                 tuple(cap.harness_errors())))
+            except (FileSystemError, OutputBusy):
+                raise  # the output itself is unusable: every other stack would fail the same way
+            except ReprokitError as e:
+                outcomes.append(StackOutcome(stack.name, None, None, str(e)))
+            if progress:
+                progress(stack.name, "done" if outcomes[-1].ok else "failed")
     return outcomes
 
 

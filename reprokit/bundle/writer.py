@@ -95,6 +95,8 @@ def collect(capture_dir: Path) -> tuple[list[Entry], list[str]]:
         for f in filenames:
             rel = f if rel_dir == "." else f"{rel_dir}/{f}"
             full = Path(dirpath, f)
+            if rel == locks.MARKER:
+                continue  # says the folder is reprokit's (so --force may replace it); not a finding
             if any(ch in rel for ch in "\\\n\r\0"):
                 problems.append(f"{rel!r}: file names with backslashes or line breaks cannot be listed in SHA256SUMS")
             elif full.is_symlink() or not full.is_file():
@@ -293,7 +295,7 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions = Bun
                 os.fsync(raw.fileno())
         except OSError as e:
             raise FileSystemError.of(tmp.path, e, "cannot write the bundle") from None
-        _publish(tmp.path, final)
+        publish(tmp.path, final)
     return final
 
 
@@ -321,7 +323,7 @@ def _file_sha256(entry: Entry):
     return h
 
 
-def _publish(tmp: Path, final: Path) -> None:
+def publish(tmp: Path, final: Path) -> None:
     """Put the finished file under its name, never over a different one: a link fails where a
     rename would silently replace. The same bytes already there (the same capture packed
     again) are fine; different bytes under the same name are refused."""
