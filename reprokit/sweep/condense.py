@@ -31,8 +31,11 @@ KEEP_LEVELS = ("ttir", "ttgir", "ptx", "sass")
 HASH_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 SAMPLE_ONE_IN = 25
 _DROP = ("wall_s", "compile_s", "sass_s")
-_SCRATCH = re.compile(r"/[\w./-]*?reprokit-cases-[\w]+/")
-_TMPFILE = re.compile(r"/tmp/tmp[\w]+")
+# The per-run scratch folder (locks.run_scratch: `reprokit-<what>.reprokit-<pid>-<8 hex>.tmp`), the
+# harness's reprokit-cases-* in it, and the compilers' tmp* files in either: each run draws new ones.
+_SCRATCH = re.compile(r"/[\w./-]*?(?:reprokit-\w+\.reprokit-\d+-[0-9a-f]{8}\.tmp/(?:reprokit-cases-\w+/)?"
+                      r"|reprokit-cases-\w+/)")
+_TMPFILE = re.compile(r"(?:/tmp|<scratch>)/tmp\w+")
 _VOLATILE_FACTS = ("reused", "container_id", "container", "seconds", "wall_s")
 
 

@@ -4,7 +4,9 @@ then the condensed bundle with its answers; and merging shards of one sweep into
 The work folder (`<work>/<sweep>/<stack>-<gpu>`) holds the plan, the kernels and one record per
 finished point (cases/<id>/record.json, written by the harness as each point ends). Running the
 same sweep again resumes there: the harness skips every point with a record and reruns none.
-A folder whose plan differs (another grid, spec, shard or stack) is refused, never mixed.
+A folder whose plan differs (another grid, spec, shard or stack) is refused, never mixed; a work
+folder carries reprokit's marker (kind "sweep-work"), and a folder under that name without it is
+the user's: refused, never cleared. Each run has its own scratch folder (locks.run_scratch).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from reprokit import locks
 from reprokit.capture import harness_results
 from reprokit.config import Config, GpuProfile, Stack
-from reprokit.errors import FileSystemError, HarnessError, UsageError
+from reprokit.errors import FileSystemError, HarnessError, OutputExists, UsageError
 from reprokit.harness import write_json
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, Origin
@@ -30,6 +32,7 @@ from reprokit.sweep.spec import SweepSpec, build_sweep_plan
 from reprokit.suite import copy_kernels, kernels_dir
 
 STATE = "sweep-state.json"
+WORK = "sweep-work"  # the marker kind of a work folder (reprokit.locks.mark)
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,9 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         work.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise FileSystemError.of(work.parent, e, "cannot make the sweep's work folder") from None
-    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
+    # One scratch folder per run for the harness's and the compilers' temporary files
+    # (reprokit-cases-*, ptxas's): removed however the run ends, swept by the next after a SIGKILL.
+    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"), locks.run_scratch("sweep"):
         epoch = _prepare_work(work, plan, bundle)
         total = len(plan["cases"])
         before = _count_records(work)
@@ -157,6 +162,9 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
 def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
     """Start a work folder, or check that an existing one holds this very grid; return the epoch."""
     plan_path = work / "plan.json"
+    if plan_path.is_file() and not locks.marked(work, WORK):
+        raise OutputExists(f"{work} holds a plan.json but is not a work folder reprokit made (no "
+                           f"{locks.MARKER} of kind {WORK!r}); it is left as it is: pass another --work")
     if plan_path.is_file():
         old = json.loads(plan_path.read_text())
         if old != plan:
@@ -164,8 +172,18 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
                              f"remove it to start over, or pass another --work")
         state = json.loads((work / STATE).read_text())
     else:
-        shutil.rmtree(work, ignore_errors=True)
+        # Only a start of ours that was cut short (marked, no plan yet) is cleared; anything else
+        # under this name is the user's and is never touched.
+        if work.is_symlink() or (work.exists() and not work.is_dir()):
+            raise OutputExists(f"{work} exists and is not a folder; a sweep's work folder is a folder "
+                               "(pass another --work)")
+        if work.is_dir() and any(work.iterdir()):
+            if not locks.marked(work, WORK):
+                raise OutputExists(f"{work} holds files reprokit did not make (no {locks.MARKER} of kind "
+                                   f"{WORK!r}); it is left as it is: pass another --work")
+            shutil.rmtree(work)
         (work / "logs").mkdir(parents=True)
+        locks.mark(work, WORK)
         copy_kernels(plan, kernels_dir(), work / "kernels")
         state = {"started": int(time.time())}
         (work / STATE).write_text(json.dumps(state) + "\n")
