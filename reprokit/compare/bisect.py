@@ -212,13 +212,15 @@ def _outcome_error(outcome) -> ReprokitError:
 def _keep(seen: dict, versions: list, out: Path) -> tuple:
     """Copy the boundary bundles into `out`, each written aside and renamed into place."""
     from reprokit import locks
+    from reprokit.bundle.writer import publish
 
     out.mkdir(parents=True, exist_ok=True)
     kept = []
     for v in versions:
         src = Path(seen[v][1])
-        with locks.temp(out, src.name, "partial", is_dir=False) as t:
+        # Published as write_bundle does: never over a different file under the name.
+        with locks.hold(out / src.name, "bundle"), locks.temp(out, f".{src.name}", "partial", is_dir=False) as t:
             shutil.copyfile(src, t.path)
-            t.finish(out / src.name)
+            publish(t.path, out / src.name)
         kept.append(out / src.name)
     return tuple(kept)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from reprokit.errors import FileSystemError, UsageError
+from reprokit.errors import FileSystemError, OutputExists, UsageError
 
 FORMATS = ("md", "html")
 
@@ -35,7 +35,8 @@ def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False) -> 
 
 
 def check_out(out: Path, inputs: Sequence[Path]) -> Path:
-    """Refuse an --out that is a folder, sits in no folder, or would overwrite an input."""
+    """Refuse an --out that is a folder, sits in no folder, would overwrite an input, or holds
+    anything but a report reprokit wrote."""
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"--out {out}: is a folder; name a file")
@@ -44,7 +45,25 @@ def check_out(out: Path, inputs: Sequence[Path]) -> Path:
     for p in inputs:
         if Path(p).exists() and out.exists() and os.path.samefile(p, out):
             raise UsageError(f"--out {out}: is one of the input bundles")
+    if out.is_symlink() or (out.exists() and not is_report(out)):
+        raise OutputExists(f"--out {out}: exists and is not a report reprokit wrote; it was left as it is "
+                           "(choose another --out)")
     return out
+
+
+# How a report says it is one (the first bytes of each format), so that --out replaces only a
+# report reprokit wrote, never a user's file of that name.
+GENERATOR = "reprokit report"
+_SIGNS = (b"<!-- Made by `reprokit report`", b'<meta name="generator" content="reprokit report">')
+
+
+def is_report(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return head.startswith(_SIGNS[0]) or (head.startswith(b"<!DOCTYPE html>") and _SIGNS[1] in head)
 
 
 def write(text: str, out: Path) -> None:

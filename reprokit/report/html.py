@@ -9,6 +9,7 @@ import base64
 from html import escape
 
 from reprokit.compare.normalise import LEVELS
+from reprokit.report import GENERATOR
 from reprokit.report.markdown import env_lines
 from reprokit.report.model import Report, tma_text
 
@@ -145,6 +146,7 @@ def render(r: Report) -> str:
     title = f"reprokit report: Triton {', '.join(dict.fromkeys(f.triton for f in r.facts))} on {r.profile}"
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f'<meta name="generator" content="{GENERATOR}">',
            f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
            f"<h1>{escape(title)}</h1>",
            f'<p class="legend">{len(r.grid.rows)} cases of the <code>{escape(r.bundles[0].plan.get("suite", "?"))}'
