@@ -230,10 +230,23 @@ def test_bundles_of_different_gpu_profiles_need_a_flag(tmp_path, capsys):
 
 def test_out_is_written_whole_and_replaces_an_older_report(tmp_path, capsys):
     out = tmp_path / "r.md"
-    out.write_text("old")
+    out.write_text(render([V30], "md"))  # an older report of reprokit's
     rc, stdout, err = _run(capsys, V30, V36, "--out", out)
     assert rc == 0 and stdout == "" and out.read_text() == render([V30, V36], "md")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
+    html = tmp_path / "r.html"
+    html.write_text(render([V30], "html"))
+    rc, stdout, err = _run(capsys, V30, V36, "--format", "html", "--out", html)
+    assert rc == 0 and html.read_text() == render([V30, V36], "html")
+
+
+@pytest.mark.parametrize("text", ["my notes\n", "", "<!DOCTYPE html><p>mine</p>"])
+def test_out_never_replaces_a_file_that_is_not_a_report(tmp_path, capsys, text):
+    out = tmp_path / "r.md"
+    out.write_text(text)
+    rc, stdout, err = _run(capsys, V30, V36, "--out", out)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "not a report reprokit wrote" in err
+    assert out.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
 
 
 def _gpu_bundle(tmp: Path, name: str, times_ms: dict, **capture) -> Path:
