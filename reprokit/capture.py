@@ -88,12 +88,12 @@ def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> 
     return results, None
 
 
-def check_out_dir(out_dir: Path, force: bool) -> bool:
+def check_out_dir(out_dir: Path, force: bool, home: str | None = None) -> bool:
     """Refuse an out_dir that is not a folder, or holds something that may not be replaced: without
     force anything; with force anything but a capture reprokit made (its marker says so). The
-    current folder, its ancestors, / and HOME are refused outright. True when out_dir holds a
+    current folder, its ancestors, / and `home` are refused outright. True when out_dir holds a
     capture that the new one replaces."""
-    locks.check_replaceable_path(out_dir, "capture")
+    locks.check_replaceable_path(out_dir, "capture", home)
     out_dir = Path(out_dir)
     try:
         if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
@@ -114,7 +114,8 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
             failed_as: Path | None = None) -> Capture:
     """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir.
     A failed run is kept beside `failed_as` (default out_dir) as `<name>.failed[-N]`."""
-    locks.check_replaceable_path(out_dir, "capture")
+    home = (executor.host.environ or {}).get("HOME")
+    locks.check_replaceable_path(out_dir, "capture", home)
     out_dir = Path(out_dir).absolute()
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,7 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         raise FileSystemError.of(out_dir.parent, e, "cannot create the capture's folder") from None
     # Checked before anything runs: the folder is writable (the lock is made in it), and ours alone.
     with locks.hold(out_dir, "capture"):
-        replace = check_out_dir(out_dir, options.force)
+        replace = check_out_dir(out_dir, options.force, home)
         locks.sweep(out_dir.parent)
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work, \
                 locks.run_scratch(executor.host.tmp, "capture") as scratch:

@@ -373,14 +373,13 @@ def marked(folder: Path, kind: str) -> bool:
 _PROTECTED_HELP = "choose a new or empty folder of its own"
 
 
-def check_replaceable_path(path: Path, what: str) -> None:
+def check_replaceable_path(path: Path, what: str, home: str | None = None) -> None:
     """Refuse (OutputExists, exit 2) an output folder whose replacement would take far more than
     reprokit made: the current folder (an empty --out is the current folder), an ancestor of it,
-    the file system root, or HOME."""
+    the file system root, or `home` (the user's HOME, from HostEnv.environ)."""
     raw = str(path)
     p = Path(os.path.abspath(path))
     cwd = Path(os.path.abspath(os.getcwd()))
-    home = os.environ.get("HOME")
     why = None
     if raw in ("", ".") or p == cwd:
         why = "is the current folder"

@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
-    check_out_dir(args.out, args.force)
+    check_out_dir(args.out, args.force, (args.host.environ or {}).get("HOME"))
     options = run_options(args, profile, force=args.force)
     if args.executor == "local":
         stack = local_stack()

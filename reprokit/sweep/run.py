@@ -127,7 +127,8 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         raise FileSystemError.of(work.parent, e, "cannot make the sweep's work folder") from None
     # One scratch folder per run for the harness's and the compilers' temporary files
     # (reprokit-cases-*, ptxas's): removed however the run ends, swept by the next after a SIGKILL.
-    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"), locks.run_scratch("sweep"):
+    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"), \
+            locks.run_scratch(executor.host.tmp, "sweep") as scratch:
         epoch = _prepare_work(work, plan, bundle)
         total = len(plan["cases"])
         before = _count_records(work)
@@ -140,7 +141,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
             watcher.start()
         try:
             run = executor.run_harness(stack, work, workers=opts.workers, timeout_s=opts.run_timeout_s,
-                                       gpu=opts.mode == "gpu")
+                                       gpu=opts.mode == "gpu", scratch=scratch)
         finally:
             stop.set()
             if watcher:

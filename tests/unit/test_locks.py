@@ -153,11 +153,11 @@ def test_folders_that_hold_more_than_an_output_are_refused(tmp_path, monkeypatch
     cwd = tmp_path / "home" / "work"
     cwd.mkdir(parents=True)
     monkeypatch.chdir(cwd)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    path = {"HOME": str(tmp_path / "home"), "PARENT": str(tmp_path)}.get(raw, raw)
+    home = str(tmp_path / "home")
+    path = {"HOME": home, "PARENT": str(tmp_path)}.get(raw, raw)
     with pytest.raises(OutputExists, match="refused as the capture folder"):
-        locks.check_replaceable_path(Path(path) if raw else path, "capture")
-    locks.check_replaceable_path(cwd / "cap", "capture")  # a folder of its own is fine
+        locks.check_replaceable_path(Path(path) if raw else path, "capture", home)
+    locks.check_replaceable_path(cwd / "cap", "capture", home)  # a folder of its own is fine
 
 
 def test_temp_kinds_are_the_ones_sweep_knows():
