@@ -23,8 +23,6 @@ triton (PIP_NO_INDEX), so that a build takes seconds and nothing of the shared c
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
 import json
 import os
 import random
@@ -34,36 +32,19 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reprokit.bundle.reader import verify  # noqa: E402
-from reprokit.config import load_config  # noqa: E402
-from tests.helpers.fake_capture import make_capture  # noqa: E402
-from tests.helpers.faults import Watched, half_done  # noqa: E402
+from reprokit.bundle.reader import verify
+from reprokit.config import load_config
+from tests.helpers.fake_capture import make_capture
+from tests.helpers.faults import Watched, half_done
+from tests.helpers.wheels import stand_in_wheel
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
 CASES = "block_ptr.p0,tensor_descriptor.p0"
-
-
-def stand_in_wheel(folder: Path, version: str) -> Path:
-    """A minimal pure-Python wheel called triton==version: what pip needs, nothing of Triton."""
-    name = f"triton-{version}-py3-none-any.whl"
-    files = {"triton/__init__.py": f'__version__ = "{version}"\n'.encode(),
-             f"triton-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: triton\nVersion: {version}\n".encode(),
-             f"triton-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\n"
-                                                   b"Tag: py3-none-any\n"}
-    record = "".join(f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},"
-                     f"{len(d)}\n" for p, d in files.items()) + f"triton-{version}.dist-info/RECORD,,\n"
-    files[f"triton-{version}.dist-info/RECORD"] = record.encode()
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / name, "w") as z:
-        for p, d in files.items():
-            z.writestr(p, d)
-    return folder / name
 
 
 class Verb:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from reprokit import locks, proc
 from reprokit.config import Stack
-from reprokit.errors import ExecutorError, FileSystemError
+from reprokit.errors import ExecutorError, FileSystemError, OutputExists
 from reprokit.executors import Executor, RunResult
 from reprokit.executors.local import run_python_harness
 from reprokit.options import HostEnv, Report, quiet
@@ -59,12 +59,20 @@ class VenvExecutor(Executor):
         locks.sweep(target.parent)  # half-built venvs of builders that were killed
         if (target / MARKER).is_file():
             return {**facts, "reused": True}
-        with open(target.parent / f".{target.name}.lock", "w") as lock:
+        # Builders of one venv wait for each other (a flock, blocking). Opened without O_TRUNC and
+        # never removed: a file of that name is flocked, never changed.
+        lock_path = target.parent / f".{target.name}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            raise FileSystemError.of(lock_path, e, "cannot open the venv's build lock") from None
+        with os.fdopen(fd, "rb") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (target / MARKER).is_file():  # built by someone else while we waited
                 return {**facts, "reused": True}
-            for old in target.parent.glob(f"{target.name}.tmp-*"):
-                shutil.rmtree(old, ignore_errors=True)  # an older reprokit's, killed: we hold its lock
+            if target.exists() or target.is_symlink():  # ours appear whole, marked: this is not one
+                raise OutputExists(f"{target} is not a venv reprokit built (no {MARKER}); it was left as it "
+                                   "is: move it away, or set REPROKIT_CACHE to another folder")
             with locks.temp(target.parent, target.name, "partial", is_dir=True) as tmp:
                 tmp.path.rmdir()  # the name stays ours (locked); venv makes the folder itself
                 self._build(stack, tmp, target)
