@@ -42,8 +42,8 @@ from reprokit.errors import FileSystemError, OutputBusy, OutputExists
 _MARK = "reprokit-lock"
 # Every kind of temporary thing reprokit makes; a name with any other ending is not ours.
 KINDS = ("partial", "old", "tmp", "owner", "probe", "run")
-_TEMP = re.compile(r"(?P<stem>.+)\.reprokit-(?P<pid>\d+)-(?P<hex>[0-9a-f]{8})\.(?P<kind>%s)"
-                   % "|".join(KINDS))
+_TEMP = re.compile(r"(?P<stem>.+)\.reprokit-(?P<pid>\d+)-(?P<hex>[0-9a-f]{8})\.(?P<kind>"
+                   + "|".join(KINDS) + ")")
 # The marker file of an output folder reprokit made (and so may replace): {"made_by": "reprokit", "kind": ...}.
 MARKER = ".reprokit-output.json"
 
