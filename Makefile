@@ -29,12 +29,12 @@ RK := $(VENV)/bin/reprokit
 export REPROKIT_BASE_IMAGE := $(BASE_IMAGE)
 export REPROKIT_WITH_TORCH := $(WITH_TORCH)
 
-.PHONY: bundle replay verify show images test test-unit test-gpu bench-capture bench-stacks help
+.PHONY: bundle replay verify show images test test-unit test-gpu bench-capture bench-stacks bench-trace help
 
 help:
 	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
 	@echo "make replay BUNDLE=bundles/x.tgz [REPLAY_STACKS=a,b] | make verify BUNDLE=... | make show BUNDLE=..."
-	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make test-gpu | make bench-capture | bench-bundle | bench-stacks | bench-replay"
+	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make test-gpu | make bench-capture | bench-bundle | bench-stacks | bench-replay | bench-trace"
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
 $(VENV)/.installed: pyproject.toml
@@ -114,6 +114,12 @@ bench-fleet: $(VENV)/.installed
 .PHONY: bench-gpu-copy
 bench-gpu-copy:
 	$(PYTHON) benchmarks/bench_gpu_copy.py
+
+# A program traced by `reprokit trace --tensors none` over the same program plain (target <= 1.2x);
+# the capture that follows is timed apart. Without a GPU both run under Triton's interpreter.
+.PHONY: bench-trace
+bench-trace: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_trace.py
 
 # `reprokit sweep` over 1,200 points vs bare triton.compile of them in 2 processes (target <= 1.25x).
 .PHONY: bench-sweep

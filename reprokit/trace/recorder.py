@@ -284,7 +284,10 @@ def _wrap_autotuner(cls) -> None:
             call = _STATE["autotune_calls"]
         name = _name_of_tuned(self)
         stack.append({"kernel": name, "call": call})
-        if _STATE["interpret"]:
+        # Under the interpreter the autotuner's own timer asks the driver: it gets the ordinal one,
+        # unless the program gave the autotuner a timer of its own (do_bench=, 3.4+), which runs.
+        own = self.__dict__.get("_do_bench") is not None
+        if _STATE["interpret"] and not own:
             from reprokit.trace.standin import OrdinalBench
 
             # cached_property (3.4+) and the plain attribute (3.0-3.3) both read the instance's dict first.
@@ -296,8 +299,8 @@ def _wrap_autotuner(cls) -> None:
             best = getattr(self, "best_config", None)
             _event({"type": "autotune", "kernel": name, "call": call, "configs": [_config(c) for c in self.configs],
                     "chosen": _config(best) if best is not None else None,
-                    "chosen_by": "trace: first config (the interpreter cannot time)" if _STATE["interpret"]
-                    else "autotuner"})
+                    "chosen_by": "trace: first config (the interpreter cannot time)"
+                    if _STATE["interpret"] and not own else "autotuner"})
 
     run._reprokit_wrapped = True
     cls.run = run

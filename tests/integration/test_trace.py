@@ -18,36 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.config import Stack
 from reprokit.errors import ExecutorError, ProgramFailed
-from reprokit.executors.venv import VenvExecutor
 from tests.conftest import skip_or_fail_triton
+from tests.helpers.interp import interpreter_python
 from tests.helpers.runs import host
 
 pytestmark = pytest.mark.triton
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "data" / "trace"
-# The interpreter venv: the Triton the programs run with, the CPU torch, and numpy (the interpreter's).
-INTERP_STACK = Stack(name="trace-interp", triton="3.6.0", torch="2.13.0", python=None)
-
-
-class InterpreterVenv(VenvExecutor):
-    """The venv executor's cached, atomic build, with numpy beside triton and torch."""
-
-    def spec(self, stack: Stack) -> dict:
-        spec = super().spec(stack)
-        return {**spec, "requirements": [*spec["requirements"], "numpy"]}
-
-
 @pytest.fixture(scope="session")
 def interp_python() -> str:
-    venv = InterpreterVenv(host=host(), with_torch=True)
+    """The interpreter venv (tests/helpers/interp.py): triton 3.6.0, the CPU torch, numpy."""
     try:
-        venv.prepare(INTERP_STACK)
+        return str(interpreter_python(host()))
     except ExecutorError as e:
         skip_or_fail_triton(str(e))
-    return str(venv.venv_dir(INTERP_STACK) / "bin" / "python")
 
 
 def trace(tmp_path: Path, python: str, program: str, *extra: str) -> tuple[int, dict, Path]:
