@@ -149,7 +149,12 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
 def copy_kernels(plan: dict, src: Path, dest: Path) -> list[str]:
     """Copy the kernel sources the plan names (and the suite definition) into dest."""
     dest.mkdir(parents=True, exist_ok=True)
-    names = sorted({c["kernel"]["file"] for c in plan["cases"]} | {"suite.toml"})
+    # A declared call (kind "call") names its file itself; the suite's definition comes along
+    # only with the suite's own cases.
+    names = {c.get("file") or c["kernel"]["file"] for c in plan["cases"]}
+    if any(c.get("kind") != "call" for c in plan["cases"]):
+        names.add("suite.toml")
+    names = sorted(names)
     for name in names:
         if not (src / name).is_file():
             raise ConfigError(f"kernel source {src / name} named by the plan does not exist")

@@ -12,7 +12,15 @@ import os
 import sys
 import traceback
 
-from reprokit.harness import cudacpp, inductor, launch, triton_case, write_json
+from reprokit.harness import (
+    call,
+    callgpu,
+    cudacpp,
+    inductor,
+    launch,
+    triton_case,
+    write_json,
+)
 from reprokit.harness.toolbox import cubin_digest, one_line
 
 
@@ -22,6 +30,8 @@ def prepare_case(case: dict, plan: dict, kernels_dir: str):
     handed on."""
     if case.get("language") in ("cuda", "inductor"):
         return kernels_dir
+    if case.get("kind") == "call":  # a user's kernel and a call to it: the release's JIT derives the rest
+        return call.prepare(case, plan, kernels_dir)
     return triton_case.prepare(case, kernels_dir)
 
 
@@ -31,6 +41,8 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
         return cudacpp.compile_case(case, plan, src, case_dir)
     if case.get("language") == "inductor":
         return inductor.compile_case(case, plan, src, case_dir)
+    if case.get("kind") == "call":
+        return call.compile_case(case, plan, case_dir, src)
     return triton_case.compile_case(case, plan, case_dir, src)
 
 
@@ -72,7 +84,8 @@ def _on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, rec: dict) 
         with open(os.path.join(case_dir, rec["artifacts"]["cubin"]), "rb") as f:
             aot = cubin_digest(f.read())
     try:
-        gpu = launch.run_on_gpu(case, plan, kernels_dir, case_dir, aot)
+        on_gpu = callgpu.run_on_gpu if case.get("kind") == "call" else launch.run_on_gpu
+        gpu = on_gpu(case, plan, kernels_dir, case_dir, aot)
     except Exception as e:  # noqa: BLE001 - as for the compile: a record, never a lost case
         traceback.print_exc()
         return {"status": "harness_error", "error": f"{type(e).__name__}: {one_line(e)}"}

@@ -40,10 +40,10 @@ def _has(req: str) -> bool:
         return hasattr(tl, req[3:])
     if req.startswith("module:"):
         try:
-            importlib.import_module(req[7:])
+            mod = importlib.import_module(req[7:])
         except ImportError:
             return False
-        return True
+        return not getattr(mod, "__reprokit_standin__", False)  # reprokit.harness.standin's torch
     raise ValueError(f"unknown requirement form {req!r}")
 
 

@@ -107,6 +107,8 @@ def judge(case: dict, result: dict, gate: dict | None, triton: str | None = None
 
     Returns {"verdict", "met", "reason"}; `met` is None when the expectation cannot be judged.
     """
+    if case.get("kind") == "call":
+        return judge_call(case, result)
     expect = case.get("expect", "tma")
     status = result["status"]
     counts = result.get("tma") or {}
@@ -136,6 +138,51 @@ def judge(case: dict, result: dict, gate: dict | None, triton: str | None = None
         return _v(verdict, None, f"{'TMA' if emitted else 'no TMA'} at {level} ({where}); no expectation")
     met = emitted == (expect == "tma")
     return _v(verdict, met, f"{'TMA' if emitted else 'no TMA'} at {level} ({where}); expected {expect}")
+
+
+EXPECT_RE = re.compile(r"^(?:tma|no-tma|sass:[A-Z][A-Z0-9_.]*|regs<=\d+|smem<=\d+)$")
+_SASS_OP = r"(?<![A-Za-z0-9_.]){}(?![A-Za-z0-9_])"
+
+
+def sass_op_count(op: str, sass: str) -> int:
+    """Instructions of SASS opcode `op` (with any modifiers: UTMALDG matches UTMALDG.2D)."""
+    return len(re.findall(_SASS_OP.format(re.escape(op)), sass))
+
+
+def judge_call(case: dict, result: dict) -> dict:
+    """A declared call's verdict: what was seen (TMA or not, by the same evidence as the suite),
+    and `met` only when the user stated an expectation: "tma", "no-tma", "sass:OP" (the op in
+    the SASS), "regs<=N" (ptxas's register count), "smem<=N" (the kernel's shared memory).
+    Without one, `met` is None: nothing was expected, so nothing is "not met"."""
+    expect = case.get("expect")
+    status = result["status"]
+    if status != "ok":
+        verdict = {"unsupported": "unsupported", "timeout": "timeout", "crash": "crashed"}.get(status, "error")
+        met = False if expect and status in ("crash", "compile_error") else None
+        return _v(verdict, met, result.get("error") or status)
+    counts = result.get("tma") or {}
+    level = next((lv for lv in _DECIDING if lv in counts), None)
+    if level is None:
+        return _v("error", None, "no IR level to judge")
+    emitted = counts[level] > 0
+    verdict = "tma" if emitted else "no-tma"
+    seen = f"{'TMA' if emitted else 'no TMA'} at {level} ({', '.join(f'{lv}={counts[lv]}' for lv in LEVELS if lv in counts)})"
+    if not expect:
+        return _v(verdict, None, seen)
+    if expect in ("tma", "no-tma"):
+        return _v(verdict, emitted == (expect == "tma"), f"{seen}; expected {expect}")
+    md = result.get("metadata") or {}
+    if expect.startswith("sass:"):
+        n = (result.get("expect_seen") or {}).get(expect)
+        if n is None:
+            return _v(verdict, None, f"{seen}; no SASS to look for {expect[5:]} in")
+        return _v(verdict, n > 0, f"{seen}; {expect[5:]} x{n} in SASS; expected {expect}")
+    what, bound = expect.split("<=")
+    have = md.get("registers") if what == "regs" else md.get("shared_bytes")
+    if have is None:
+        return _v(verdict, None, f"{seen}; no {'register count' if what == 'regs' else 'shared-memory size'} "
+                                 f"recorded for {expect}")
+    return _v(verdict, have <= int(bound), f"{seen}; {what} {have}; expected {expect}")
 
 
 def _judge_rejection(case: dict, result: dict, triton: str | None) -> dict:

@@ -144,7 +144,9 @@ class Reproducers:
 
     def __init__(self, plan: dict, read, form: str | None = None, triton_version: str | None = None):
         self.plan, self.read, self.form, self.version = plan, read, form, triton_version
-        self.cases = {c["id"]: c for c in plan["cases"] if c.get("language", "triton") == "triton"}
+        # Declared calls (kind "call") are compiled from the JIT's own derivation: no script here.
+        self.cases = {c["id"]: c for c in plan["cases"]
+                      if c.get("language", "triton") == "triton" and c.get("kind") != "call"}
         self.sources: dict = {}
 
     @classmethod

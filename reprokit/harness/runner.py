@@ -24,7 +24,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, case as case_mod, compat, oracle, reproducer, rows, write_json
+from reprokit.harness import FORMAT, call, case as case_mod, compat, oracle, reproducer, rows, write_json
 from reprokit.harness.toolbox import load_module
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
@@ -294,6 +294,14 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     warmed = compat.warm_up(plan["profile"]["capability"])
     log(f"warm-up before forking ({', '.join(warmed)}): {time.perf_counter() - t_warm:.2f} s")
 
+    # Declared calls: torch and the driver stand in where absent (compile-only), and autotuned
+    # kernels become one case per config; the plan beside the results says so.
+    call.setup(plan)
+    expanded = call.expand_plan(plan, kernels_dir, log)
+    if expanded is not plan:
+        plan = expanded
+        write_json(os.path.join(out_dir, "plan.json"), plan)
+
     t_load = time.perf_counter()
     loaded = _preload_kernels(plan, kernels_dir)
     if loaded:
@@ -438,7 +446,8 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
     for c in plan["cases"]:
         if c.get("language", "triton") == "triton" and not compat.missing_requirement(c.get("requires", [])):
             t = float(c.get("timeout_s") or plan.get("timeout_s") or 300)
-            timeouts[c["kernel"]["file"]] = min(t, timeouts.get(c["kernel"]["file"], t))
+            file = call.kernel_ref(c)[0] if c.get("kind") == "call" else c["kernel"]["file"]
+            timeouts[file] = min(t, timeouts.get(file, t))
     return [f for f in sorted(timeouts) if _loads_cleanly(kernels_dir, f, timeouts[f]) and _load_here(kernels_dir, f)]
 
 
@@ -530,7 +539,8 @@ def _judge_all(plan: dict, records: dict, triton_version: str) -> list:
     for c in plan["cases"]:  # plan order: a P2's gate (its family's P0) is judged before it
         rec = dict(records[c["id"]])
         rec["artifacts"] = {k: f"cases/{c['id']}/{v}" for k, v in rec.get("artifacts", {}).items()}
-        rec.update(family=c["family"], control=c["control"], expect=c.get("expect", "tma"))
+        rec.update(family=c["family"], control=c["control"],
+                   expect=c.get("expect") if c.get("kind") == "call" else c.get("expect", "tma"))
         gate = by_id.get(c.get("gated_by")) if c.get("gated_by") else None
         rec.update(oracle.judge(c, rec, gate, triton_version))
         by_id[c["id"]] = rec

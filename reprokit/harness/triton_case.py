@@ -97,8 +97,9 @@ def prepare(case: dict, kernels_dir: str):
     return compat.make_source(fn, case["signature"], constexprs, case.get("divisible_by_16", []))
 
 
-def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
-    """Compile one case's prepared ASTSource and write its artifacts; return the record for
+def compile_case(case: dict, plan: dict, case_dir: str, src, options: dict | None = None) -> dict:
+    """Compile one case's prepared ASTSource with `options` (the case's warps and stages when
+    None; a declared call brings the JIT's own) and write its artifacts; return the record for
     metadata.json. The runner has already set aside cases whose API this release lacks.
     """
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
@@ -106,7 +107,8 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
 
     # Built before the compile's `try`: a fault of ours here is a harness error, never a result.
     target = compat.gpu_target(plan["profile"]["capability"])
-    options = compat.compile_options(case["num_warps"], case["num_stages"])
+    if options is None:
+        options = compat.compile_options(case["num_warps"], case["num_stages"])
     recorder = PtxasRecorder()
     recorder.install()
     t0 = time.perf_counter()
@@ -140,8 +142,8 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
     rec["tma"], rec["tma_ops"] = oracle.scan_all(texts)
     md = compiled.metadata
     shared = int(getattr(md, "shared", 0) or 0)
-    rec["metadata"] = {"shared_bytes": shared, "num_warps": getattr(md, "num_warps", case["num_warps"]),
-                       "num_stages": getattr(md, "num_stages", case["num_stages"]),
+    rec["metadata"] = {"shared_bytes": shared, "num_warps": getattr(md, "num_warps", options.get("num_warps")),
+                       "num_stages": getattr(md, "num_stages", options.get("num_stages")),
                        "num_ctas": getattr(md, "num_ctas", 1), "target_arch": _arch(md)}
     _record_ptxas(rec, recorder, case_dir)
     limit = plan["profile"]["smem_per_block"]

@@ -1,0 +1,236 @@
+"""Declared calls (docs/user-cases.md) on real pinned releases 3.0-3.9, compile-only: kernel files
+written as public Triton kernels are (autotune, heuristics, None constexprs, a helper @jit, torch
+and numpy imported and the driver asked at module level; host and device tensor descriptors,
+block pointers), specialised by each release's own JIT and compiled through the harness's one
+path; their TMA counts against a triton.compile whose specialisation is written here by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from reprokit.capture import capture
+from reprokit.suite import build_plan
+from tests.conftest import by_id
+from tests.helpers.runs import opts
+
+pytestmark = pytest.mark.triton
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "tests" / "data" / "usercases"
+RELEASES = ("triton-3.0-cu129", "triton-3.1-cu129", "triton-3.2-cu129", "triton-3.3-cu129", "triton-3.4-cu129",
+            "triton-3.5-cu130", "triton-3.6-cu130", "triton-3.7-cu130", "triton-3.8-cu130", "triton-3.9-cu132")
+MINOR = {s: int(s.split("-")[1].split(".")[1]) for s in RELEASES}
+
+
+def T(shape, dtype="float16", **kw):
+    return {"tensor": shape, "dtype": dtype, **kw}
+
+
+def D(shape, block, dtype="float16"):
+    return {"descriptor": T(shape, dtype), "block": block}
+
+
+def softmax_args(n: int, *, align: int = 16, out_dtype: str = "float16", **over) -> dict:
+    args = {"x_ptr": T([4096, n], align=align), "out_ptr": T([4096, n], out_dtype), "M": 4096, "N": n,
+            "stride_xm": n, "stride_om": n, "scale": 0.5, "BLOCK_M": 16, "BLOCK_N": 1024, "SCALE2": 1.0,
+            "USE_EXP2": True, "ACT": "relu", "OUT_DTYPE": {"dtype": out_dtype}, "MASK": {"none": True}}
+    return {**args, **over}
+
+
+MATMUL_ARGS = {"a_desc": D([4096, 4096], [1, 1]), "b_desc": D([4096, 4096], [1, 1]),
+               "c_desc": D([4096, 4096], [1, 1]), "bias_ptr": {"none": True}, "M": 4096, "N": 4096, "K": 4096,
+               "NUM_SMS": 132}
+ADD_ARGS = {"x_ptr": T([1024, 1024]), "y_ptr": T([1024, 1024]), "out_ptr": T([1024, 1024]), "M": 1024, "N": 1024,
+            "BLOCK_M": 64, "BLOCK_N": 64}
+
+CASES = [
+    {"id": "softmax.even", "kind": "call", "file": "block_ptr_softmax.py", "function": "scaled_softmax",
+     "call": {"args": softmax_args(1024), "grid": [256], "options": {"num_warps": 4}}, "expect": None},
+    {"id": "softmax.odd", "kind": "call", "file": "block_ptr_softmax.py", "function": "scaled_softmax",
+     "call": {"args": softmax_args(1000, align=8, out_dtype="bfloat16", SCALE2=2.0, USE_EXP2=False, ACT="square"),
+              "grid": [256], "options": {"num_warps": 8, "num_stages": 2}}, "expect": "no-tma"},
+    {"id": "matmul.persistent", "kind": "call", "file": "persistent_matmul.py", "function": "matmul_tma_persistent",
+     "call": {"args": MATMUL_ARGS, "grid": [132]}, "configs": [0, 2], "expect": "sass:UTMALDG"},
+    {"id": "add.devdesc", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
+     "call": {"args": ADD_ARGS, "grid": [16, 16]}, "expect": "regs<=128"},
+]
+
+
+def call_plan(config, stack) -> dict:
+    plan = build_plan(config.gpu("h100"), stack.pins(), only="block_ptr.p0")
+    return {**plan, "cases": [dict(c) for c in CASES]}
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def release(request, config, venv_executor, stack_ready, tmp_path_factory):
+    stack = stack_ready(request.param)
+    out = tmp_path_factory.mktemp("calls") / request.param
+    cap = capture(stack, venv_executor, out, opts(config.gpu("h100"), workers=2, plan=call_plan(config, stack),
+                                                  kernels=KERNELS))
+    return request.param, stack, cap
+
+
+def _schema(name: str) -> dict:
+    return json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
+
+
+def test_every_declared_call_compiles_or_is_unsupported_never_a_harness_error(release):
+    stack, _, cap = release
+    cases = by_id(cap)
+    assert not [c["id"] for c in cap.results["cases"] if c["status"] == "harness_error"], cases
+    blockptr_ok = MINOR[stack] <= 8  # 3.9 removed block pointers
+    for cid in ("softmax.even", "softmax.odd"):
+        assert cases[cid]["status"] == ("ok" if blockptr_ok else "unsupported"), cases[cid]
+    if MINOR[stack] >= 4:
+        # autotune: the two configs the call picked, each its own case
+        assert {"matmul.persistent.cfg0", "matmul.persistent.cfg2"} <= set(cases)
+        assert "matmul.persistent" not in cases and "matmul.persistent.cfg1" not in cases
+        for cid in ("matmul.persistent.cfg0", "matmul.persistent.cfg2", "add.devdesc"):
+            assert cases[cid]["status"] == "ok" and cases[cid]["verdict"] == "tma", cases[cid]
+    else:
+        # the file imports triton.tools.tensor_descriptor, which 3.0-3.3 lack
+        assert cases["matmul.persistent"]["status"] == "unsupported"
+        assert "tensor_descriptor" in cases["matmul.persistent"]["error"]
+
+
+def test_the_plan_beside_the_results_names_the_expanded_cases_and_both_validate(release):
+    _, _, cap = release
+    plan = json.loads((cap.out_dir / "plan.json").read_text())
+    assert [c["id"] for c in plan["cases"]] == [c["id"] for c in cap.results["cases"]]
+    jsonschema.validate(plan, _schema("plan"))
+    jsonschema.validate(cap.results, _schema("results"))
+
+
+def test_specialisation_is_what_the_jit_derives_from_the_call(release):
+    stack, _, cap = release
+    if MINOR[stack] > 8:
+        pytest.skip("block pointers removed in 3.9")
+    even, odd = by_id(cap)["softmax.even"]["call"], by_id(cap)["softmax.odd"]["call"]
+    # sizes and pointers divisible by 16 are hinted; the 8-byte-aligned pointer, N=1000 and its stride are not
+    assert {"x_ptr", "out_ptr", "M", "N", "stride_xm", "stride_om"} <= set(even["divisibility"])
+    assert "x_ptr" not in odd["divisibility"] and "N" not in odd["divisibility"]
+    assert "stride_xm" not in odd["divisibility"]
+    assert even["signature"]["x_ptr"] == "*fp16" and odd["signature"]["out_ptr"] == "*bf16"
+    assert even["signature"]["scale"] == "fp32"
+    assert even["constexprs"]["ACT"] == "relu" and even["constexprs"]["USE_EXP2"] is True
+    assert even["constexprs"]["SCALE2"] == 1.0 and even["constexprs"]["OUT_DTYPE"] == {"dtype": "float16"}
+    assert even["constexprs"]["MASK"] is None  # None: a constant in every release
+    assert even["heuristics"] == {"EVEN_N": True} and odd["heuristics"] == {"EVEN_N": False}
+    assert even["options"]["num_warps"] == 4 and odd["options"]["num_warps"] == 8
+
+
+def test_expectations_give_met_or_not_and_none_without_one(release):
+    stack, _, cap = release
+    cases = by_id(cap)
+    if MINOR[stack] <= 8:
+        assert cases["softmax.even"]["met"] is None and cases["softmax.even"]["expect"] is None
+        assert cases["softmax.odd"]["met"] is True  # no-tma, seen
+    if MINOR[stack] >= 4:
+        c = cases["matmul.persistent.cfg0"]
+        assert c["met"] is True and c["expect_seen"]["sass:UTMALDG"] >= 1
+        assert cases["add.devdesc"]["met"] is (cases["add.devdesc"]["metadata"]["registers"] <= 128)
+        # the autotuner's pre_hook set the descriptors' block shapes from the config
+        assert c["call"]["signature"]["a_desc"] == "tensordesc<fp16[128, 64]>"
+        assert cases["matmul.persistent.cfg2"]["call"]["signature"]["c_desc"] == "tensordesc<fp16[64, 64]>"
+
+
+# --- against a compile whose specialisation this test writes by hand ------------------------
+
+HAND = {
+    # case id -> (kernel file, function, signature, constexprs (Python source), divisible by 16, options)
+    "softmax.even": ("block_ptr_softmax.py", "scaled_softmax",
+                     {"x_ptr": "*fp16", "out_ptr": "*fp16", "M": "i32", "N": "i32", "stride_xm": "i32",
+                      "stride_om": "i32", "scale": "fp32"},
+                     ("{'BLOCK_M': 16, 'BLOCK_N': 1024, 'EVEN_N': True, 'SCALE2': 1.0, 'USE_EXP2': True, "
+                      "'ACT': 'relu', 'OUT_DTYPE': tl.float16, 'MASK': None}"),
+                     ["x_ptr", "out_ptr", "M", "N", "stride_xm", "stride_om"], {"num_warps": 4, "num_stages": 3}),
+    "matmul.persistent.cfg0": ("persistent_matmul.py", "matmul_tma_persistent",
+                               {"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[128, 64]>",
+                                "c_desc": "tensordesc<fp16[128, 128]>", "M": "i32", "N": "i32", "K": "i32"},
+                               ("{'bias_ptr': None, 'BLOCK_M': 128, 'BLOCK_N': 128, 'BLOCK_K': 64, 'GROUP_M': 8, "
+                                "'EVEN_K': True, 'NUM_SMS': 132, 'HAS_BIAS': None}"),
+                               ["M", "N", "K"], {"num_warps": 8, "num_stages": 3}),
+    "add.devdesc": ("persistent_matmul.py", "add_device_descriptor",
+                    {"x_ptr": "*fp16", "y_ptr": "*fp16", "out_ptr": "*fp16", "M": "i32", "N": "i32"},
+                    "{'BLOCK_M': 64, 'BLOCK_N': 64}", ["x_ptr", "y_ptr", "out_ptr", "M", "N"],
+                    {"num_warps": 4, "num_stages": 3}),
+}
+
+_HAND_SCRIPT = """
+import json, sys
+sys.path.insert(0, {root!r})
+from reprokit.harness import compat, oracle, standin
+standin.ensure_torch(); standin.ensure_numpy()
+standin.install_driver({{"capability": 90, "sm_count": 132, "smem_per_block": 232448}})
+import triton, triton.language as tl
+from triton.runtime.jit import JITFunction
+from reprokit.harness.toolbox import load_module
+fn = getattr(load_module({kernels!r}, {file!r}), {function!r})
+while not isinstance(fn, JITFunction):
+    fn = fn.fn
+src = compat.make_source(fn, {sig!r}, {consts}, {div!r})
+k = triton.compile(src, target=compat.gpu_target(90), options={options!r})
+counts, _ = oracle.scan_all({{lv: k.asm[lv] for lv in ("ttir", "ttgir", "llir", "ptx")}})
+print(json.dumps({{"tma": counts, "shared": int(k.metadata.shared)}}))
+"""
+
+
+@pytest.mark.parametrize("cid", sorted(HAND))
+def test_tma_counts_equal_a_compile_specialised_by_hand(release, cid, tmp_path):
+    stack, _, cap = release
+    rec = by_id(cap).get(cid)
+    if rec is None or rec["status"] != "ok":
+        pytest.skip(f"{cid} does not compile on {stack}")
+    file, function, sig, consts, div, options = HAND[cid]
+    script = _HAND_SCRIPT.format(root=str(ROOT), kernels=str(KERNELS), file=file, function=function, sig=sig,
+                                 consts=consts, div=div, options=options)
+    env = {**os.environ, "HOME": str(tmp_path), "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.run([_venv_python(stack), "-c", script], capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    hand = json.loads(p.stdout.strip().splitlines()[-1])
+    assert {lv: rec["tma"][lv] for lv in hand["tma"]} == hand["tma"], (stack, cid)
+    assert rec["metadata"]["shared_bytes"] == hand["shared"], (stack, cid)
+
+
+def _venv_python(stack: str) -> str:
+    from reprokit.config import load_config
+    from reprokit.executors.venv import VenvExecutor
+    from tests.helpers.runs import host
+
+    return VenvExecutor(host=host()).prepare(load_config().stack(stack))["python"]
+
+
+_KEY_SCRIPT = """
+import json, sys
+sys.path.insert(0, {root!r})
+from reprokit.harness import call, standin
+standin.ensure_torch(); standin.ensure_numpy()
+profile = {{"capability": 90, "sm_count": 132, "smem_per_block": 232448}}
+standin.install_driver(profile)
+from reprokit.harness.toolbox import load_module
+fn = load_module({kernels!r}, "block_ptr_softmax.py").scaled_softmax
+calls = json.loads(sys.argv[1])
+print(json.dumps([list(call.spec_key(fn, c)) for c in calls]))
+"""
+
+
+def test_spec_key_is_one_for_calls_the_jit_compiles_once_and_two_otherwise(release, tmp_path):
+    stack, _, _ = release
+    calls = [softmax_args(1024), softmax_args(2048, stride_xm=2048, stride_om=2048),  # every size still % 16
+             softmax_args(1024, M=4001),  # M no longer divisible by 16
+             softmax_args(1024, align=8),  # an 8-byte-aligned input
+             softmax_args(1024, M=4000, scale=0.25)]  # a runtime float and a size % 16: same kernel
+    script = _KEY_SCRIPT.format(root=str(ROOT), kernels=str(KERNELS))
+    env = {**os.environ, "HOME": str(tmp_path)}
+    p = subprocess.run([_venv_python(stack), "-c", script, json.dumps([{"args": a} for a in calls])],
+                       capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    keys = [tuple(k) for k in json.loads(p.stdout.strip().splitlines()[-1])]
+    assert keys[0] == keys[1] == keys[4]
+    assert len({keys[0], keys[2], keys[3]}) == 3
