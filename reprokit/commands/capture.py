@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
+    if args.executor == "local" and args.stack:
+        raise UsageError(f"--executor local captures this interpreter's own Triton; --stack {args.stack} needs "
+                         f"venv or docker")
     check_out_dir(args.out, args.force, (args.host.environ or {}).get("HOME"))
     options = run_options(args, profile, force=args.force)
     if args.executor == "local":

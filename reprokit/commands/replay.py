@@ -24,8 +24,9 @@ from reprokit.commands.argtypes import (
     stack_list,
 )
 from reprokit.compare.render import change_lines, grid_table
-from reprokit.compare.replay import bundle_profile, bundle_stack, replay
+from reprokit.compare.replay import bundle_profile, bundle_stack, replay, select_cases
 from reprokit.config import load_config
+from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
 
@@ -59,8 +60,11 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from reprokit.compare.sources import open_verified
 
+    if args.executor == "local" and args.stacks is not None:
+        raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
     bundle = open_verified(args.bundle)   # verified before any stack is built
     profile = bundle_profile(bundle.plan)
+    select_cases(bundle.plan, args.cases)  # said before anything starts, in one line
     if args.stacks is not None:
         stacks = load_config().select_stacks(args.stacks)
     elif args.executor == "local":

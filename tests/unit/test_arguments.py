@@ -4,8 +4,11 @@ the error is JSON on stdout too."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,68 @@ def test_json_errors_are_json(tmp_path):
     assert json.loads(p.stdout) == {"error": line, "exit_code": 2, "problems": [line]}
     p = _cli("capture", "--gpu", "h100", "--out", tmp_path / "o", "--case-timeout", "0", "--json")
     assert p.returncode == 2 and json.loads(p.stdout)["exit_code"] == 2
+
+
+GOLDEN = sorted((ROOT / "bundles" / "golden").glob("*/*.tgz"))[0]
+
+
+@pytest.mark.parametrize("args,message", [
+    # Arguments that are each valid but do not go together: refused, never silently ignored.
+    (["run", "--gpu", "h100", "--executor", "local", "--stacks", "triton-3.6-cu130"], "--stacks needs venv or docker"),
+    (["capture", "--gpu", "h100", "--executor", "local", "--stack", "triton-3.6-cu130", "--out", "{tmp}/c"],
+     "--stack triton-3.6-cu130 needs venv or docker"),
+    (["replay", str(GOLDEN), "--executor", "local", "--stacks", "triton-3.6-cu130"], "--stacks needs venv or docker"),
+    (["sweep", "tma-invariants", "--executor", "local"], "use --executor venv or docker"),
+    # Globs that match nothing: exit 2 from every verb that takes them, before any stack starts.
+    (["run", "--gpu", "h100", "--executor", "venv", "--stacks", "triton-3.6-cu130", "--cases", "nomatch*",
+      "--out", "{tmp}/b"], "--cases 'nomatch*' matches no case"),
+    (["capture", "--gpu", "h100", "--executor", "venv", "--stack", "triton-3.6-cu130", "--cases", "nomatch*",
+      "--out", "{tmp}/c"], "--cases 'nomatch*' matches no case"),
+    (["replay", str(GOLDEN), "--executor", "venv", "--cases", "nomatch*", "--out", "{tmp}/b"],
+     "--cases 'nomatch*' matches no case"),
+])
+def test_arguments_that_do_not_go_together_are_one_line_and_exit_2(tmp_path, args, message, capsys):
+    from reprokit.cli import main
+
+    code = main([a.replace("{tmp}", str(tmp_path)) for a in args])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("reprokit:")]
+    assert code == 2 and len(lines) == 1 and message in lines[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _as_another_user(folder: Path):
+    """argv prefix and folder mode so that the command runs as a user who may not write `folder`."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: no other user to be")
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.mark.parametrize("args", [
+    ["prepare", "--stacks", "triton-3.6-cu130", "--executor", "venv"],
+    ["capture", "--gpu", "h100", "--executor", "venv", "--stack", "triton-3.6-cu130", "--out", "{tmp}/cap"],
+    ["sweep", "tma-invariants", "--stacks", "triton-3.5-cu130", "--gpus", "h100", "--reduced",
+     "--work", "{tmp}/work", "--out", "{tmp}/bundles"],
+])
+def test_a_read_only_venv_cache_is_one_line_and_exit_5(args):
+    """The cache is the OS's to refuse: exit 5, one line naming it, not a traceback or a per-stack exit 3."""
+    # Outside pytest's tmp (mode 700), so that the other user can reach it.
+    root = Path(tempfile.mkdtemp(prefix="rocache-"))
+    try:
+        root.chmod(0o777)
+        cache = root / "cache"
+        cache.mkdir(mode=0o755)
+        prefix = _as_another_user(cache)
+        env = {**os.environ, "REPROKIT_CACHE": str(cache), "HOME": str(root), "TMPDIR": str(root),
+               "PYTHONPATH": str(ROOT)}
+        p = subprocess.run([*prefix, sys.executable, "-m", "reprokit", *[a.replace("{tmp}", str(root)) for a in args]],
+                           capture_output=True, text=True, cwd=root, env=env)
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith("reprokit:")]
+        assert p.returncode == 5 and len(lines) == 1 and str(cache) in lines[0], p.stderr
+        assert "Traceback" not in p.stderr
+        assert list(cache.iterdir()) == []
+    finally:
+        shutil.rmtree(root)
