@@ -181,12 +181,59 @@ def _from_sig_and_spec(jit, bound_args, sig_and_spec, options, capability) -> Sp
         if p.is_constexpr or p.name in equal_to_1 or v is None:
             constexprs[p.name] = v
             signature.pop(p.name, None)
-    return Spec(signature, constexprs, tuple(sorted(n for n in divisible if n in signature)), options)
+    return Spec(signature, constexprs, tuple(p.name for p in params if p.name in divisible and p.name in signature),
+                options)
 
 
 def _attr_indices(attrs, name: str, value) -> list:
     props = getattr(attrs, "arg_properties", {}) or {}
     return list(props.get(name, [])) if value is not None else []
+
+
+# --- stand-ins: a declared call's arguments, for the binder -------------------------------
+
+class StandInDtype:
+    """A torch dtype as Triton's binders read one (its text, `torch.float16`), without torch."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return "torch." + self.name
+
+    __repr__ = __str__
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StandInDtype) and other.name == self.name
+
+
+class StandInTensor:
+    """A tensor as the binders see one: a dtype and a data pointer with the call's alignment."""
+
+    def __init__(self, meta: dict):
+        self.dtype = StandInDtype(meta["dtype"])
+        self.shape = tuple(meta["tensor"])
+        self._strides = tuple(meta.get("strides") or ())
+        align = int(meta.get("align", 16))
+        self._ptr = 1 << 20 if align >= 16 else (1 << 20) + align  # divisible by `align`, by no more
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def stride(self):
+        return self._strides
+
+
+def standin(value):
+    """A declared call's argument (docs/user-cases.md) as something the release's binder takes:
+    tensors as StandInTensor, None and dtypes decoded, scalars as themselves. Host descriptors
+    need the release's own TensorDescriptor class and are not stood in for here."""
+    if isinstance(value, dict) and "tensor" in value:
+        return StandInTensor(value)
+    return decode(value)
 
 
 # --- values at the JSON edge --------------------------------------------------------------
