@@ -184,6 +184,8 @@ def run_task(args) -> int:
     from reprokit.fleet.task import run_task as run_one
 
     index = args.index
+    if args.index_from_env and index is not None:
+        raise UsageError(f"fleet task: give INDEX ({index}) or --index-from-env {args.index_from_env}, not both")
     if args.index_from_env:
         raw = (args.host.environ or {}).get(args.index_from_env)
         if raw is None or not raw.isdigit():

@@ -61,8 +61,17 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+# What only a sweep run reads: with --merge each would be ignored, so each is refused.
+_RUN_ONLY = (("spec", "a SPEC"), ("stacks", "--stacks"), ("gpus", "--gpus"), ("shard", "--shard"),
+             ("sass", "--sass"), ("reduced", "--reduced"))
+
+
 def run(args) -> int:
     if args.merge:
+        given = [name for dest, name in _RUN_ONLY if getattr(args, dest)]
+        if given:
+            raise UsageError(f"--merge packs finished shard bundles; {', '.join(given)} would be ignored: "
+                             f"give either a sweep to run or --merge BUNDLES")
         return _merge(args)
     if not args.spec:
         raise UsageError("give a sweep spec (a TOML file or one of the shipped names), or --merge BUNDLES")

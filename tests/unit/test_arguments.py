@@ -76,6 +76,10 @@ GOLDEN = sorted((ROOT / "bundles" / "golden").glob("*/*.tgz"))[0]
      "--stack triton-3.6-cu130 needs venv or docker"),
     (["replay", str(GOLDEN), "--executor", "local", "--stacks", "triton-3.6-cu130"], "--stacks needs venv or docker"),
     (["sweep", "tma-invariants", "--executor", "local"], "use --executor venv or docker"),
+    (["sweep", "tma-invariants", "--merge", str(GOLDEN)], "a SPEC would be ignored"),
+    (["sweep", "--merge", str(GOLDEN), "--stacks", "triton-3.6-cu130", "--reduced"],
+     "--stacks, --reduced would be ignored"),
+    (["fleet", "task", "{tmp}", "3", "--index-from-env", "SLURM_ARRAY_TASK_ID"], "give INDEX (3) or --index-from-env"),
     # Globs that match nothing: exit 2 from every verb that takes them, before any stack starts.
     (["run", "--gpu", "h100", "--executor", "venv", "--stacks", "triton-3.6-cu130", "--cases", "nomatch*",
       "--out", "{tmp}/b"], "--cases 'nomatch*' matches no case"),
