@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import traceback
 
-from reprokit.harness import call, stats
+from reprokit.harness import call, callcase, stats
 
 SEED = 0
 DETERMINISM_RUNS = 3
@@ -97,7 +97,7 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
     initial = {name: t.clone() for name, t in tensors.items()}
 
     def launch():
-        return b.jf[b.grid](**b.kwargs)
+        return b.inner[b.grid](**b.kwargs)
 
     def restore():
         for name, t in tensors.items():
@@ -128,7 +128,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
 
         torch.cuda.init()
         suite_launch._set_allocator(torch, triton)  # device-side descriptors' scratch (3.4+)
-        obj = load_kernel(kernels_dir, *call.kernel_ref(case))
+        obj = load_kernel(kernels_dir, *callcase.kernel_ref(case))
         out = {"status": "ok", "device": torch.cuda.get_device_name(0)}
         try:
             b, launch, rec = launch_and_check(torch, obj, case, "cuda")

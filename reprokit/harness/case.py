@@ -13,7 +13,7 @@ import sys
 import traceback
 
 from reprokit.harness import (
-    call,
+    callcase,
     callgpu,
     cudacpp,
     inductor,
@@ -31,7 +31,7 @@ def prepare_case(case: dict, plan: dict, kernels_dir: str):
     if case.get("language") in ("cuda", "inductor"):
         return kernels_dir
     if case.get("kind") == "call":  # a user's kernel and a call to it: the release's JIT derives the rest
-        return call.prepare(case, plan, kernels_dir)
+        return callcase.prepare(case, plan, kernels_dir)
     return triton_case.prepare(case, kernels_dir)
 
 
@@ -42,7 +42,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
     if case.get("language") == "inductor":
         return inductor.compile_case(case, plan, src, case_dir)
     if case.get("kind") == "call":
-        return call.compile_case(case, plan, case_dir, src)
+        return callcase.compile_case(case, plan, case_dir, src)
     return triton_case.compile_case(case, plan, case_dir, src)
 
 

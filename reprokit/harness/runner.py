@@ -24,7 +24,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, call, case as case_mod, compat, oracle, reproducer, rows, write_json
+from reprokit.harness import FORMAT, callcase, case as case_mod, compat, oracle, reproducer, rows, write_json
 from reprokit.harness.toolbox import load_module
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
@@ -296,8 +296,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
 
     # Declared calls: torch and the driver stand in where absent (compile-only), and autotuned
     # kernels become one case per config; the plan beside the results says so.
-    call.setup(plan)
-    expanded = call.expand_plan(plan, kernels_dir, log)
+    callcase.setup(plan)
+    expanded = callcase.expand_plan(plan, kernels_dir, log)
     if expanded is not plan:
         plan = expanded
         write_json(os.path.join(out_dir, "plan.json"), plan)
@@ -446,7 +446,7 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
     for c in plan["cases"]:
         if c.get("language", "triton") == "triton" and not compat.missing_requirement(c.get("requires", [])):
             t = float(c.get("timeout_s") or plan.get("timeout_s") or 300)
-            file = call.kernel_ref(c)[0] if c.get("kind") == "call" else c["kernel"]["file"]
+            file = callcase.kernel_ref(c)[0] if c.get("kind") == "call" else c["kernel"]["file"]
             timeouts[file] = min(t, timeouts.get(file, t))
     return [f for f in sorted(timeouts) if _loads_cleanly(kernels_dir, f, timeouts[f]) and _load_here(kernels_dir, f)]
 

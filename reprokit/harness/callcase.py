@@ -1,0 +1,197 @@
+"""Declared call cases in the harness: what the runner and a case's process do with them.
+
+The runner, before it forks: `setup` (torch, numpy and the driver stand in where absent) and
+`expand_plan` (call cases normalised; an autotuned kernel's case becomes one case per config,
+`<id>.cfg<i>`, and the plan beside the results names them). A case's process: `prepare` (its
+kernel file loaded and the call specialised by the release's JIT, reprokit.harness.call) and
+`compile_case` (through reprokit.harness.triton_case, the suite's path). On a GPU,
+reprokit.harness.callgpu launches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+from reprokit.harness import standin
+from reprokit.harness.call import Derived, Refused, Unsupported, autotune_facts, derive
+
+SUFFIX = ".cfg"  # autotuned case `x` expands to `x.cfg0`, `x.cfg1`, ...
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A call case ready to compile (`derived`), or the result it already has (`result`: the
+    JIT refused the call, or this release lacks an API it needs)."""
+
+    derived: Derived | None
+    result: dict | None = None
+
+
+def setup(plan: dict) -> None:
+    """Before a kernel file loads: `import torch` works (the stand-in when torch is absent) and,
+    compile-only, `triton.runtime.driver.active` answers for the plan's GPU profile. Done once
+    in the runner (the cases' processes inherit it) and again, harmlessly, in each case."""
+    if not any(c.get("kind") == "call" for c in plan["cases"]):
+        return
+    standin.ensure_torch()
+    standin.ensure_numpy()
+    if plan.get("mode", "compile-only") != "gpu" and not standin.active_is_standin():
+        standin.install_driver(plan["profile"])
+
+
+def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
+    """Load the user's kernel file and derive the call's specialisation through the release's JIT."""
+    from reprokit.harness.toolbox import load_kernel, one_line
+
+    setup(plan)
+    try:
+        obj = load_kernel(kernels_dir, *kernel_ref(case))
+    except ImportError as e:
+        missing = getattr(e, "name", None) or ""
+        if missing.split(".")[0] != "triton":
+            raise
+        import triton
+
+        # e.g. `from triton.tools.tensor_descriptor import TensorDescriptor` before 3.4
+        return Prepared(None, {"status": "unsupported", "error": f"triton {triton.__version__} lacks {missing} "
+                                                                   f"({kernel_ref(case)[0]} imports it)"})
+    gpu = plan.get("mode") == "gpu"
+    try:
+        d = derive(obj, case["call"], config=(case.get("autotune") or {}).get("config"),
+                   driver_profile=None if gpu else plan["profile"])
+    except Unsupported as e:
+        return Prepared(None, {"status": "unsupported", "error": str(e)})
+    except Refused as e:
+        cause = e.__cause__
+        import traceback
+
+        traceback.print_exception(type(cause), cause, cause.__traceback__)
+        return Prepared(None, {"status": "compile_error", "exception": type(cause).__name__,
+                               "error": f"the JIT refused the call: {type(cause).__name__}: {one_line(cause)}"})
+    return Prepared(d)
+
+
+def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> dict:
+    """Compile the JIT's own ASTSource with the JIT's own options, through the suite's path."""
+    from reprokit.harness import triton_case
+
+    if prepared.derived is None:
+        return {"id": case["id"], "artifacts": {}, **prepared.result}
+    d = prepared.derived
+    rec = triton_case.compile_case(case, plan, case_dir, d.src, options=d.options)
+    rec["call"] = d.spec
+    expect = case.get("expect") or ""
+    if expect.startswith("sass:") and "sass" in rec["artifacts"]:  # the oracle judges from the count
+        from reprokit.harness.oracle import sass_op_count
+
+        with open(os.path.join(case_dir, rec["artifacts"]["sass"]), errors="replace") as f:
+            rec["expect_seen"] = {expect: sass_op_count(expect[5:], f.read())}
+    return rec
+
+
+def kernel_ref(case: dict) -> tuple:
+    """(file, function) of a call case: top-level as docs/user-cases.md writes them, or under
+    `kernel` as traced plans also carry them."""
+    k = case.get("kernel") or {}
+    return case.get("file") or k["file"], case.get("function") or k["function"]
+
+
+def family(case: dict) -> str:
+    return case.get("family") or kernel_ref(case)[1]
+
+
+def normalise_case(case: dict) -> dict:
+    """A call case with what every record carries: its family (the kernel's name unless the
+    plan names one) and control ("call")."""
+    return {**case, "family": family(case), "control": case.get("control") or "call"}
+
+
+def expand_plan(plan: dict, kernels_dir: str, log=print) -> dict:
+    """The plan with every call case normalised and every autotuned one expanded to one case
+    per config it selects (`x.cfg<i>`, carrying `autotune: {config, count}`): the same plan
+    when there is nothing to do. How many configs each kernel has is read in a throwaway
+    process (the kernel file's code runs there, never in the runner)."""
+    todo = [c for c in plan["cases"] if c.get("kind") == "call" and "autotune" not in c]
+    refs = sorted({kernel_ref(c) for c in todo})
+    if not todo and all(c.get("kind") != "call" or ("family" in c and "control" in c) for c in plan["cases"]):
+        return plan
+    facts = _autotune_facts(plan, kernels_dir, refs)
+    cases = []
+    for c in plan["cases"]:
+        if c.get("kind") != "call":
+            cases.append(c)
+            continue
+        c = normalise_case(c)
+        file, function = kernel_ref(c)
+        fact = facts.get(f"{file}:{function}")
+        args = (c.get("call") or {}).get("args") or {}
+        if "autotune" in c or fact is None or (fact["keys"] and set(fact["keys"]) <= set(args)):
+            cases.append(c)  # already expanded, not autotuned (or did not load), or one config's call
+            continue
+        n = fact["count"]
+        pick = c.get("configs", "all")
+        picked = list(range(n)) if pick in (None, "all") else [i for i in pick if isinstance(i, int) and 0 <= i < n]
+        bad = [] if pick in (None, "all") else [i for i in pick if i not in picked]
+        if bad:
+            log(f"{c['id']}: configs {bad} are not among the kernel's {n} configs: left out")
+        base = {k: v for k, v in c.items() if k != "configs"}
+        for i in picked:
+            cases.append({**base, "id": f"{c['id']}{SUFFIX}{i}", "autotune": {"config": i, "count": n}})
+    return {**plan, "cases": cases}
+
+
+def _autotune_facts(plan: dict, kernels_dir: str, kernels: list) -> dict:
+    """"file:function" -> autotune_facts() (None: not autotuned), for the kernels whose files
+    load; read in a forked child that reports through a pipe."""
+    if not kernels:
+        return {}
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: load, count, report, exit
+        code = 1
+        try:
+            os.close(r)
+            fd = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            from reprokit.harness.toolbox import load_kernel
+
+            setup(plan)
+            out = {}
+            for file, function in kernels:
+                try:
+                    out[f"{file}:{function}"] = autotune_facts(load_kernel(kernels_dir, file, function))
+                except Exception:  # noqa: BLE001, S112 - the case's own process loads it again and reports why
+                    continue
+            os.write(w, json.dumps(out).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks, deadline = [], time.monotonic() + float(plan.get("timeout_s") or 300)
+    while True:
+        ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+        b = os.read(r, 65536) if ready else b""
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    if not ready:  # a kernel file that hangs on import: its cases' own processes time out on it
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        chunks = []
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(chunks) or b"{}")
+    except ValueError:
+        return {}
