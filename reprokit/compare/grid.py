@@ -10,7 +10,8 @@ Public API (what `replay`, `diff` and `report` build on):
     cell.moved     -> tuple[str]             # what differs from column 0's cell: "status", "verdict",
                                              # "tma.<level>", "ir.<level>", "shared_bytes", "registers",
                                              # "spill_stores", "spill_loads", "gpu_status", "correct",
-                                             # "present"
+                                             # "outputs" (a declared call's outputs, neither
+                                             # bit-exact nor within its dtype's tolerance), "present"
     cell.ops       -> tuple[OpDelta]         # where an IR level moved: ops added (+n) / removed (-n)
     grid.moved     -> bool                   # any cell of any column moved
     grid.changes() -> tuple[ColumnChanges]   # per column: verdicts that moved, families that became
@@ -88,6 +89,7 @@ class Cell:
     correct: bool | None = None
     time_s: float | None = None      # the record's headline median (gpu.bench[0])
     times: tuple = ()                # ((method, seconds), ...): every method the record has, headline first
+    outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.callgpu)
     time_ratio: float | None = None  # against the first column, by a method both records have
     moved: tuple = ()
     ops: tuple = ()            # OpDelta, where an IR level moved
@@ -107,6 +109,7 @@ class Cell:
         d["moved"] = list(self.moved)
         d["ops"] = [asdict(o) for o in self.ops]
         d["times"] = dict(self.times)
+        d["outputs"] = dict(self.outputs)
         return d
 
 
@@ -261,7 +264,8 @@ def _cell(rs: ResultSet, case: dict | None) -> Cell:
                 **{k: meta.get(k) for k in RESOURCES}, fits=launch.get("fits"), ir=tuple(ir),
                 error=case.get("error"), failing_pass=case.get("failing_pass"),
                 gpu_status=(case.get("gpu") or {}).get("status"), correct=_correct(case),
-                time_s=times[0][1] if times else None, times=times)
+                time_s=times[0][1] if times else None, times=times,
+                outputs=tuple(sorted(((case.get("gpu") or {}).get("outputs") or {}).items())))
 
 
 def _digest(text: str) -> str:
@@ -295,6 +299,11 @@ def _moved(base: Cell, cell: Cell) -> tuple:
         a, b = getattr(base, f), getattr(cell, f)
         if a is not None and b is not None and a != b:
             out.append(f)
+    if base.outputs and cell.outputs:  # bit-exact, else within the dtype's tolerance (harness.callgpu)
+        from reprokit.harness.callgpu import compare_outputs
+
+        if any(v in ("differs", "missing") for v in compare_outputs(dict(base.outputs), dict(cell.outputs)).values()):
+            out.append("outputs")
     return tuple(out)
 
 

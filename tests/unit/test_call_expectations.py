@@ -111,3 +111,28 @@ def test_ensure_torch_keeps_a_torch_already_imported(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert standin.ensure_torch() is True and sys.modules["torch"] is fake
     assert re.match(r"0\+reprokit", fake.__version__)
+
+
+def _out(sha="a" * 64, dtype="float16", total=100.0, absmax=3.0, nan=0, shape=(64, 64)):
+    return {"sha256": sha, "dtype": dtype, "shape": list(shape), "sum": total, "absmax": absmax, "nan": nan}
+
+
+def test_outputs_across_stacks_are_exact_close_or_differ_by_their_dtype():
+    from reprokit.compare.grid import Cell, _moved
+    from reprokit.harness.callgpu import compare_outputs
+
+    base = {"out": _out()}
+    assert compare_outputs(base, {"out": _out()}) == {"out": "exact"}
+    # other bytes, sums within n * (atol + rtol * absmax) of fp16's tolerance: close
+    assert compare_outputs(base, {"out": _out(sha="b" * 64, total=100.5)}) == {"out": "close"}
+    assert compare_outputs(base, {"out": _out(sha="b" * 64, absmax=5.0)}) == {"out": "differs"}
+    assert compare_outputs(base, {"out": _out(sha="b" * 64, nan=1)}) == {"out": "differs"}
+    assert compare_outputs(base, {}) == {"out": "missing"}
+    assert compare_outputs(base, {"out": _out(sha="b" * 64, dtype="bfloat16")}) == {"out": "differs"}
+    ints = {"out": _out(dtype="int32")}
+    assert compare_outputs(ints, {"out": _out(sha="b" * 64, dtype="int32")}) == {"out": "differs"}
+    # the grid: an output that differs moves the cell, one that is close does not
+    cell = lambda outs: Cell(present=True, outputs=tuple(sorted(outs.items())))  # noqa: E731
+    assert _moved(cell(base), cell({"out": _out(sha="b" * 64, total=100.5)})) == ()
+    assert _moved(cell(base), cell({"out": _out(sha="b" * 64, absmax=5.0)})) == ("outputs",)
+    assert _moved(cell(base), Cell(present=True)) == ()  # a compile-only side says nothing
