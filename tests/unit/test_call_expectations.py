@@ -132,7 +132,7 @@ def test_outputs_across_stacks_are_exact_close_or_differ_by_their_dtype():
     ints = {"out": _out(dtype="int32")}
     assert compare_outputs(ints, {"out": _out(sha="b" * 64, dtype="int32")}) == {"out": "differs"}
     # the grid: an output that differs moves the cell, one that is close does not
-    cell = lambda outs: Cell(present=True, outputs=tuple(sorted(outs.items())))  # noqa: E731
+    cell = lambda outs: Cell(present=True, outputs=tuple(sorted(outs.items())))
     assert _moved(cell(base), cell({"out": _out(sha="b" * 64, total=100.5)})) == ()
     assert _moved(cell(base), cell({"out": _out(sha="b" * 64, absmax=5.0)})) == ("outputs",)
     assert _moved(cell(base), Cell(present=True)) == ()  # a compile-only side says nothing
