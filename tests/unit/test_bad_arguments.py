@@ -12,6 +12,7 @@ door (accepted silently) fails the case however the verb would then have gone on
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import stat
@@ -259,6 +260,14 @@ def test_a_bad_value_stops_at_the_door_in_one_line(case, places, tripwire, capsy
     named = case.opt.metavar or case.opt.dest if case.opt.positional else case.opt.name
     where = values[0] if case.exit_code == 5 else named
     assert where in lines[0], f"{line}: the line does not name {where}: {lines[0]}"
+    if any(o.name == "--json" for o in case.verb.options):
+        # Under --json the same refusal is also one JSON object on stdout, for scripts.
+        n = len(case.verb.path)
+        code = _run(tripwire, [*line[:n], "--json", *line[n:]], places, case.exit_code == 5)
+        out, err = capsys.readouterr()
+        assert json.loads(out) == {"error": lines[0].removeprefix("reprokit: "), "exit_code": code,
+                                   "problems": [lines[0].removeprefix("reprokit: ")]}, out
+        assert code == case.exit_code and err.strip() == lines[0]
 
 
 @pytest.mark.parametrize("verb", VERBS, ids=[v.name for v in VERBS])
