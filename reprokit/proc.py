@@ -63,16 +63,19 @@ def run(
     """
     if echo is not None:
         echo("+ " + shlex.join(argv))
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-        text=True,
-        errors="replace",
-    )
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            text=True,
+            errors="replace",
+        )
+    except OSError as e:  # the program is missing or may not be run here: the OS's refusal, one line
+        raise FileSystemError.of(argv[0], e, "cannot run") from None
     lifeline = _Lifeline(proc.pid)
     timed_out = False
     try:

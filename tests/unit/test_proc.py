@@ -94,3 +94,15 @@ def test_a_killed_reprokit_takes_its_commands_session_with_it(tmp_path):
             break
         time.sleep(0.05)
     assert not _alive(grandchild)
+
+
+def test_a_program_that_cannot_run_is_one_line_exit_5(tmp_path):
+    from reprokit.errors import FileSystemError
+
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)  # not executable, even by root
+    for program, why in ((script, "Permission denied"), (tmp_path / "missing-tool", "No such file or directory")):
+        with pytest.raises(FileSystemError) as e:
+            proc.run([str(program)], timeout=10)
+        assert e.value.exit_code == 5 and str(e.value) == f"{program}: cannot run: {why}"
