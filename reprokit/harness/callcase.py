@@ -108,8 +108,8 @@ def family(case: dict) -> str:
 
 def normalise_case(case: dict) -> dict:
     """A call case with what every record carries: its family (the kernel's name unless the
-    plan names one) and control ("call")."""
-    return {**case, "family": family(case), "control": case.get("control") or "call"}
+    plan names one), control ("call") and expect (null when it states none)."""
+    return {**case, "family": family(case), "control": case.get("control") or "call", "expect": case.get("expect")}
 
 
 def expand_plan(plan: dict, kernels_dir: str, log=print) -> dict:
@@ -119,7 +119,7 @@ def expand_plan(plan: dict, kernels_dir: str, log=print) -> dict:
     process (the kernel file's code runs there, never in the runner)."""
     todo = [c for c in plan["cases"] if c.get("kind") == "call" and "autotune" not in c]
     refs = sorted({kernel_ref(c) for c in todo})
-    if not todo and all(c.get("kind") != "call" or ("family" in c and "control" in c) for c in plan["cases"]):
+    if not todo and all(c.get("kind") != "call" or {"family", "control", "expect"} <= set(c) for c in plan["cases"]):
         return plan
     facts = _autotune_facts(plan, kernels_dir, refs)
     cases = []

@@ -234,3 +234,38 @@ def test_spec_key_is_one_for_calls_the_jit_compiles_once_and_two_otherwise(relea
     keys = [tuple(k) for k in json.loads(p.stdout.strip().splitlines()[-1])]
     assert keys[0] == keys[1] == keys[4]
     assert len({keys[0], keys[2], keys[3]}) == 3
+
+
+def test_a_plan_written_on_one_release_replays_on_another_without_expanding_again(
+        release, config, venv_executor, stack_ready, tmp_path):
+    """The plan beside 3.6's results (autotune expanded) run as it stands on 3.4 and 3.9: the
+    same cases, each specialised by that release's own JIT."""
+    stack, _, cap = release
+    if stack != "triton-3.6-cu130":
+        pytest.skip("one source release is enough")
+    plan = json.loads((cap.out_dir / "plan.json").read_text())
+    for other in ("triton-3.4-cu129", "triton-3.9-cu132"):
+        st = stack_ready(other)
+        again = capture(st, venv_executor, tmp_path / other,
+                        opts(config.gpu("h100"), workers=2, plan={**plan, "stack": st.pins()}, kernels=KERNELS))
+        assert [c["id"] for c in again.results["cases"]] == [c["id"] for c in plan["cases"]]
+        assert json.loads((again.out_dir / "plan.json").read_text())["cases"] == plan["cases"]
+        assert by_id(again)["matmul.persistent.cfg2"]["call"]["autotune"]["config"] == 2
+        assert not [c["id"] for c in again.results["cases"] if c["status"] == "harness_error"]
+
+
+def test_a_capture_of_declared_calls_packs_into_a_bundle_that_verifies_and_reports(release, tmp_path):
+    """Schemas, the re-counted TMA markers, the re-judged verdicts (expectations included) and
+    the plan's cases against the results' all hold in the bundle."""
+    from reprokit.bundle.reader import verify
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions
+    from reprokit.report import render
+
+    stack, _, cap = release
+    if stack not in ("triton-3.0-cu129", "triton-3.6-cu130"):
+        pytest.skip("two releases are enough")
+    bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions(tmp_path))
+    assert verify(bundle) == []
+    md = render([bundle], "md")
+    assert "softmax.even" in md
