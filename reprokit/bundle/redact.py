@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
+import pwd
 import re
 import socket
 from dataclasses import dataclass, field
@@ -32,7 +34,11 @@ _GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 _WORD_BEFORE = rb"(?<![A-Za-z0-9_-])"
 _WORD_AFTER = rb"(?![A-Za-z0-9_-])"
 _PATH_AFTER = rb"(?![A-Za-z0-9._-])"
-_HOME_RE = re.compile(rb"(?:/home|/Users)/[A-Za-z0-9._-]+" + _PATH_AFTER)
+# A /home/<name> or /Users/<name> that starts a path: not the tail of /tmp/x/home/cache, which
+# would take "cache" for a user and cut /tmp/x/home in two.
+_HOME_RE = re.compile(rb"(?<![A-Za-z0-9._/-])(?:/home|/Users)/[A-Za-z0-9._-]+" + _PATH_AFTER)
+# Fields of env.json that hold the HOME the stack ran with (Triton 3.4+ reports its own).
+_HOME_FIELDS = frozenset({"HOME", "home_dir"})
 _UUID_RE = re.compile(rb"\b(?:GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 # (literal that every match contains, compiled pattern): the literal test is a fast substring
 # search, so the regex runs only where it can hit.
@@ -89,8 +95,10 @@ class HostFacts:
             users.add(getpass.getuser())
         except (KeyError, OSError):  # no passwd entry for this uid (containers)
             pass
-        env_vars = env_doc.get("env_vars") or {}
-        homes = {environ.get("HOME"), env_vars.get("HOME")}
+        # HOME as given, the password database's home for this user (what `~` means when HOME
+        # was set elsewhere), and the HOME fields of env.json.
+        homes = {environ.get("HOME"), _passwd_home()}
+        _collect_fields(env_doc, _HOME_FIELDS, homes)
         # Paths inside the stack (/home/<user>/...) name the user the stack ran as.
         for m in _HOME_RE.finditer(json.dumps(env_doc).encode()):
             homes.add(m.group(0).decode())
@@ -106,6 +114,28 @@ class HostFacts:
             gpu_uuids=frozenset(str(u) for u in uuids if u),
             gpu_serials=frozenset(str(s) for s in serials if s),
         )
+
+
+def _passwd_home() -> str | None:
+    """This user's home in the password database: what `~` means where HOME is set elsewhere
+    (a CI job's HOME=/tmp/x/home still runs from /root/.cache, /home/alice/.local...)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (KeyError, OSError):  # no passwd entry for this uid (containers)
+        return None
+
+
+def _collect_fields(node, names: frozenset, into: set) -> None:
+    """Absolute-path string values of keys called `names`, anywhere in a JSON document."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in names and isinstance(v, str) and v.startswith("/"):
+                into.add(v)
+            else:
+                _collect_fields(v, names, into)
+    elif isinstance(node, list):
+        for v in node:
+            _collect_fields(v, names, into)
 
 
 def _collect_gpu_ids(node, uuids: set, serials: set) -> None:
@@ -156,7 +186,7 @@ def _sub(rx: re.Pattern, data: bytes, placeholder: bytes, binary: bool) -> bytes
 class Scrubber:
     secrets: tuple = ()                 # (needle bytes, variable names), longest needle first
     share: bool = False
-    identities: tuple = ()              # (class, compiled regex, literal hint or None), in order
+    identities: tuple = ()              # (class, compiled regex, literal hints), in order
     # JSON string values that ARE an identity, whatever their length (a host called `vm` is too
     # short to cut out of running text, but env.json's os.hostname still names it).
     exact: tuple = ()                   # (value, class)
@@ -199,8 +229,8 @@ class Scrubber:
                     shaped = shaped or new != data
                     data = new
         classes = set()
-        for cls_name, rx, hint in self.identities:
-            if hint is None or hint in data:
+        for cls_name, rx, hints in self.identities:
+            if not hints or any(h in data for h in hints):
                 new = _sub(rx, data, _PLACEHOLDER[cls_name].encode(), binary)
                 if new != data:
                     classes.add(cls_name)
@@ -232,25 +262,38 @@ def _merge(outcomes) -> Outcome:
     return out
 
 
+def _longest_first(values) -> list:
+    """A total order for replacement rules: longest first (a longer value may contain a shorter
+    one), then by value, so that equal lengths never fall back on set order (the hash seed)."""
+    return sorted(values, key=lambda v: (-len(v), v))
+
+
 def _identity_rules(facts: HostFacts, keep: frozenset) -> tuple:
-    """(class, regex, hint) rules in the order they must run: longest, most specific first."""
+    """(class, regex, hints) rules in the order they must run: longest, most specific first.
+
+    A rule runs on data holding one of its hints (all data when there are none). Every known
+    home goes into one alternation, longest first: matched left to right in one pass, two homes
+    that overlap in a text (/tmp/x/home and /home/...) can never leave a piece of either behind,
+    whatever order they would have had as separate rules.
+    """
     rules = []
-    for home in sorted(facts.homes, key=len, reverse=True):
-        if len(home) > 1:
-            rules.append(("home", re.compile(re.escape(home.encode()) + _PATH_AFTER), home.encode()))
-    rules.append(("home", _HOME_RE, None))
-    rules.append(("gpu-uuid", _UUID_RE, None))
-    for uuid in sorted(facts.gpu_uuids, key=len, reverse=True):
+    homes = [h.encode() for h in _longest_first(facts.homes) if len(h) > 1]
+    if homes:
+        rules.append(("home", re.compile(b"(?:" + b"|".join(map(re.escape, homes)) + b")" + _PATH_AFTER),
+                      tuple(homes)))
+    rules.append(("home", _HOME_RE, ()))
+    rules.append(("gpu-uuid", _UUID_RE, ()))
+    for uuid in _longest_first(facts.gpu_uuids):
         if len(uuid) >= _MIN_IDENTITY_LEN:
-            rules.append(("gpu-uuid", re.compile(re.escape(uuid.encode())), uuid.encode()))
-    for serial in sorted(facts.gpu_serials, key=len, reverse=True):
+            rules.append(("gpu-uuid", re.compile(re.escape(uuid.encode())), (uuid.encode(),)))
+    for serial in _longest_first(facts.gpu_serials):
         if len(serial) >= _MIN_IDENTITY_LEN and not serial.startswith("<"):
             rules.append(("gpu-serial", re.compile(_WORD_BEFORE + re.escape(serial.encode()) + _WORD_AFTER),
-                          serial.encode()))
+                          (serial.encode(),)))
     for cls_name, names, generic in (("hostname", facts.hostnames, _GENERIC_HOSTS),
                                      ("user", facts.users, _GENERIC_USERS)):
-        for name in sorted(names, key=len, reverse=True):
+        for name in _longest_first(names):
             if len(name) >= _MIN_IDENTITY_LEN and name.lower() not in generic and name not in keep:
                 rules.append((cls_name, re.compile(_WORD_BEFORE + re.escape(name.encode()) + _WORD_AFTER),
-                              name.encode()))
+                              (name.encode(),)))
     return tuple(rules)

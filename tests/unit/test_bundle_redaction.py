@@ -172,3 +172,32 @@ def test_share_mode_short_host_name_only_where_it_is_a_whole_value(tmp_path, mon
     b = open_bundle(path)
     assert b.env["os"]["hostname"] == "<host>" and "hostname" in b.manifest["share"]["classes"]
     assert "LLVMDialectModule" in b.read_text("cases/tensor_descriptor.p0/kernel.llir")   # text left whole
+
+
+@pytest.mark.parametrize("homes", [
+    ("/tmp/x/home", "/home/cache"),            # equal lengths: set order used to pick which ran first
+    ("/home/cache", "/tmp/x/home"),
+    ("/tmp/x/home", "/home/cache", "/tmp/x"),
+])
+def test_overlapping_homes_leave_no_piece_of_either_whatever_their_order(homes):
+    from reprokit.bundle.redact import HostFacts, Scrubber
+
+    text = b'{"dir": "/tmp/x/home/cache/triton", "other": "/home/cache/.local"}'
+    scrubber = Scrubber.for_capture({}, share=True, environ={}, facts=HostFacts(homes=frozenset(homes)))
+    out, outcome = scrubber.scrub(text, binary=False, shapes=False)
+    assert out == b'{"dir": "<home>/cache/triton", "other": "<home>/.local"}'
+    assert outcome.classes == {"home"}
+    binary, _ = scrubber.scrub(text, binary=True, shapes=False)
+    assert len(binary) == len(text) and b"/tmp/x" not in binary and b"/home/cache" not in binary
+
+
+def test_a_home_outside_home_is_not_taken_apart_by_the_home_pattern(tmp_path):
+    from reprokit.bundle.redact import HostFacts
+
+    env_doc = {"knobs": {"cache": {"home_dir": "/tmp/x/home/", "dir": "/tmp/x/home/.triton/cache"}},
+               "env_vars": {"PATH": "/tmp/x/home/.local/bin:/home/alice/bin"}}
+    facts = HostFacts.gather(env_doc, {"HOME": "/srv/ci/home"})
+    assert {"/tmp/x/home", "/srv/ci/home", "/home/alice"} <= facts.homes
+    # Triton's own home (3.4+ knobs) names the stack's HOME; /home/.triton is no home, .triton no user.
+    assert not any(h.startswith("/home/.") for h in facts.homes) and ".triton" not in facts.users
+    assert "alice" in facts.users
