@@ -54,6 +54,14 @@ class Executor(ABC):
         """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir;
         a harness that runs on this host takes `scratch` (the run's own folder) as its TMPDIR."""
 
+    def temp_root(self, scratch: Path | None = None) -> str:
+        """The temp folder of a harness run given `scratch` (as run_harness takes it), named as
+        the harness will name it: where its case scratch and the compilers' temporary files go.
+        A host-side harness takes `scratch` as its TMPDIR, else the host's."""
+        import os
+
+        return os.path.abspath(str(scratch if scratch is not None else self.host.tmp))
+
     def close(self) -> None:
         """Give back what the executor holds (nothing, unless it talks to an engine)."""
 

@@ -37,6 +37,7 @@ DEFAULT_DOCKERFILE = "Dockerfiles/stack.Dockerfile"
 # Where the host's reprokit package appears in the container (read-only); PYTHONPATH points here.
 PACKAGE_MOUNT = "/opt/reprokit"
 SASS_CACHE_MOUNT = "/cache/sass"
+CONTAINER_TMP = "/tmp"  # the harness's TMPDIR in a container, set so, whatever the image says
 BUILD_TIMEOUT_S = 3600  # docker-py's socket timeout while a build streams: pip can be silent for minutes
 KILL_WAIT_S = 30
 # Set by the Dockerfile before its first RUN, so every layer of a build carries it.
@@ -153,6 +154,9 @@ class DockerExecutor(Executor):
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    def temp_root(self, scratch: Path | None = None) -> str:
+        return CONTAINER_TMP  # the container's own, whatever the host's scratch
 
     # -- images ---------------------------------------------------------------------------------
 
@@ -432,7 +436,7 @@ class DockerExecutor(Executor):
             Mount("/in/kernels", str(kernels), type="bind", read_only=True),
             Mount("/out", str(capture_dir), type="bind", read_only=False),
         ]
-        env = {}
+        env = {"TMPDIR": CONTAINER_TMP}
         cache = sass_cache(self.host)
         if cache is not None:  # shared with venv runs: keys name the disassembler's own bytes
             mounts.append(Mount(SASS_CACHE_MOUNT, str(cache), type="bind", read_only=False))

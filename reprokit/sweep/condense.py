@@ -23,6 +23,8 @@ import json
 import re
 import shutil
 import time
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from reprokit.harness import elf, reproducer
@@ -31,19 +33,40 @@ KEEP_LEVELS = ("ttir", "ttgir", "ptx", "sass")
 HASH_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 SAMPLE_ONE_IN = 25
 _DROP = ("wall_s", "compile_s", "sass_s")
-# The per-run scratch folder (locks.run_scratch: `reprokit-<what>.reprokit-<pid>-<8 hex>.tmp`), the
-# harness's reprokit-cases-* in it, and the compilers' tmp* files in either: each run draws new ones.
-_SCRATCH = re.compile(r"/[\w./-]*?(?:reprokit-\w+\.reprokit-\d+-[0-9a-f]{8}\.tmp/(?:reprokit-cases-\w+/)?"
-                      r"|reprokit-cases-\w+/)")
-_TMPFILE = re.compile(r"(?:/tmp|<scratch>)/tmp\w+")
 _VOLATILE_FACTS = ("reused", "container_id", "container", "seconds", "wall_s")
 
 
-def normalise(text):
-    """Temporary paths out of a message: each run draws new ones."""
-    if not isinstance(text, str):
-        return text
-    return _TMPFILE.sub("<tmp>", _SCRATCH.sub("<scratch>/", text))
+@dataclass(frozen=True)
+class TempPaths:
+    """Masks the temporary paths of the runs that made a work folder, in messages and argv.
+
+    roots: the temp folders the harness ran with (its TMPDIR as it saw it: the run's scratch
+    folder, the host's temp folder, or the container's), as the runs recorded them; not a guess
+    at /tmp. Under a root, each run draws new names: the harness's own scratch (tempfile's
+    `reprokit-cases-XXXXXXXX`) becomes `<scratch>`, a compiler's temporary file (tempfile's
+    default `tmpXXXXXXXX`, ptxas's input and output) `<tmp>`, and the root itself `<tmpdir>`.
+    """
+
+    roots: tuple = ()
+
+    @cached_property
+    def _rx(self) -> re.Pattern | None:
+        roots = sorted({r.rstrip("/") for r in self.roots if r.rstrip("/")}, key=lambda r: (-len(r), r))
+        if not roots:
+            return None
+        return re.compile("(?:" + "|".join(map(re.escape, roots)) + r")(?![\w.-])(?:/(reprokit-cases-\w+/|tmp\w+))?")
+
+    def mask(self, text):
+        if not isinstance(text, str) or self._rx is None:
+            return text
+        return self._rx.sub(_placeholder, text)
+
+
+def _placeholder(m: re.Match) -> str:
+    name = m.group(1)
+    if name is None:
+        return "<tmpdir>"
+    return "<scratch>/" if name.startswith("reprokit-cases-") else "<tmp>"
 
 
 def sampled(case_id: str) -> bool:
@@ -66,16 +89,16 @@ def ir_hashes(case_dir: Path) -> dict:
     return out
 
 
-def canonical_record(rec: dict, case_dir: Path) -> dict:
+def canonical_record(rec: dict, case_dir: Path, temp: TempPaths = TempPaths()) -> dict:
     """A point's record less what differs between runs, with its IR hashes and no artifacts yet."""
     out = {k: v for k, v in rec.items() if k not in _DROP and k != "artifacts"}
     for key in ("error", "reason", "stderr_tail", "sass_error"):
         if key in out:
-            out[key] = normalise(out[key])
+            out[key] = temp.mask(out[key])
     if isinstance(out.get("ptxas"), dict):
         p = dict(out["ptxas"])
         p.pop("seconds", None)
-        p["argv"] = [normalise(a) for a in p.get("argv", [])]
+        p["argv"] = [temp.mask(a) for a in p.get("argv", [])]
         out["ptxas"] = p
     if isinstance(out.get("sass_tool"), dict):
         out["sass_tool"] = {k: v for k, v in out["sass_tool"].items() if k != "cache"}
@@ -87,7 +110,8 @@ def canonical_record(rec: dict, case_dir: Path) -> dict:
     return out
 
 
-def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None = None) -> None:
+def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None = None,
+            temp: TempPaths = TempPaths()) -> None:
     """Copy a point's IR (and a failure's log and reproducer) into the capture, with its
     standalone reproducer (`script`) when it has one."""
     for level in KEEP_LEVELS:
@@ -98,13 +122,13 @@ def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None 
             rec["artifacts"][level] = f"cases/{cid}/{src.name}"
     if script is not None:
         dest.mkdir(parents=True, exist_ok=True)
-        (dest / reproducer.FILE_NAME).write_text(normalise(script))
+        (dest / reproducer.FILE_NAME).write_text(temp.mask(script))
         rec["artifacts"][reproducer.ARTIFACT] = f"cases/{cid}/{reproducer.FILE_NAME}"
     if rec.get("status") not in ("ok", "unsupported"):
         log = case_dir / "compile.log"
         if log.is_file():
             dest.mkdir(parents=True, exist_ok=True)
-            (dest / "compile.log").write_text(normalise(log.read_text(errors="replace")))
+            (dest / "compile.log").write_text(temp.mask(log.read_text(errors="replace")))
             rec["artifacts"]["compile_log"] = f"cases/{cid}/compile.log"
         repro = case_dir / "reproducer.mlir"
         if repro.is_file():
@@ -112,10 +136,11 @@ def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None 
             rec["artifacts"]["reproducer"] = f"cases/{cid}/reproducer.mlir"
 
 
-def condense(work: Path, dest: Path, *, epoch: int, keep) -> dict:
+def condense(work: Path, dest: Path, *, epoch: int, keep, temp: TempPaths = TempPaths()) -> dict:
     """Write plan.json, results.json, env.json and the kept points' IR from `work` into `dest`;
     return the canonical results. `keep(results)`: ids of points that keep full IR beyond the
-    sample (it sees the canonical results, so the answers can choose them)."""
+    sample (it sees the canonical results, so the answers can choose them). `temp`: the temp
+    folders the work folder's runs used."""
     work, dest = Path(work), Path(dest)
     dest.mkdir(parents=True)
     plan = json.loads((work / "plan.json").read_text())
@@ -123,7 +148,7 @@ def condense(work: Path, dest: Path, *, epoch: int, keep) -> dict:
     env = json.loads((work / "env.json").read_text())
     shutil.copyfile(work / "plan.json", dest / "plan.json")
     shutil.copytree(work / "kernels", dest / "kernels")
-    cases = [canonical_record(rec, work / "cases" / rec["id"]) for rec in results["cases"]]
+    cases = [canonical_record(rec, work / "cases" / rec["id"], temp) for rec in results["cases"]]
     canon = {**results, "started": iso(epoch), "finished": iso(epoch), "wall_s": None, "cases": cases}
     # A shard keeps every point's IR: which ones lie on a boundary is known once all shards merge.
     chosen = keep(canon)
@@ -134,7 +159,8 @@ def condense(work: Path, dest: Path, *, epoch: int, keep) -> dict:
     scripts = reproducer.Reproducers.from_dir(plan, str(work / "kernels"), triton_version=results.get("triton"))
     for out in cases:
         if out["id"] in chosen or sampled(out["id"]):
-            keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], _script(scripts, out))
+            keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], _script(scripts, out),
+                    temp)
     env["taken"] = iso(epoch)
     for name, doc in (("results.json", canon), ("env.json", env)):
         (dest / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

@@ -27,7 +27,7 @@ from reprokit.harness import write_json
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, Origin
 from reprokit.sweep import answers as answers_mod
-from reprokit.sweep.condense import condense, executor_facts, write_timings
+from reprokit.sweep.condense import TempPaths, condense, executor_facts, write_timings
 from reprokit.sweep.spec import SweepSpec, build_sweep_plan
 from reprokit.suite import copy_kernels, kernels_dir
 
@@ -133,6 +133,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         total = len(plan["cases"])
         before = _count_records(work)
         facts = executor.prepare(stack)
+        _note_temp_root(work, executor.temp_root(scratch))
         stop = threading.Event()
         watcher = None
         if progress:
@@ -193,6 +194,21 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
     return bundle.source_date_epoch if bundle.source_date_epoch is not None else int(state["started"])
 
 
+def _note_temp_root(work: Path, root: str) -> None:
+    """Add the temp folder this run's harness uses to the work folder's state, before it runs:
+    records of every run that ever resumed here name their own, and packing masks them all."""
+    state = json.loads((work / STATE).read_text())
+    roots = state.get("temp_roots", [])
+    if root not in roots:
+        state["temp_roots"] = sorted([*roots, root])
+        write_json(str(work / STATE), state)  # whole or not at all: a kill here must not lose the start
+
+
+def _temp_paths(work: Path) -> TempPaths:
+    state = Path(work) / STATE
+    return TempPaths(tuple(json.loads(state.read_text()).get("temp_roots", []))) if state.is_file() else TempPaths()
+
+
 def _count_records(work: Path) -> int:
     cases = work / "cases"
     return sum(1 for d in cases.iterdir() if (d / "record.json").is_file()) if cases.is_dir() else 0
@@ -221,7 +237,7 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> t
 
     with locks.scratch(tmp_root, "sweep") as tmp:
         cap = Path(tmp) / "capture"
-        condense(work, cap, epoch=bundle.source_date_epoch, keep=keep)
+        condense(work, cap, epoch=bundle.source_date_epoch, keep=keep, temp=_temp_paths(work))
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
         path = write_bundle(cap, origin, bundle)
     return path, answers
