@@ -7,7 +7,7 @@ import json
 
 from reprokit.commands._common import console, say
 from reprokit.commands.argtypes import case_id, existing_path, natural
-from reprokit.compare.grid import compare
+from reprokit.compare.grid import change_class, compare
 from reprokit.compare.irdiff import check_case, check_level, profile_problem, unified
 from reprokit.compare.normalise import LEVELS
 from reprokit.compare.render import change_lines, grid_table, ops_lines
@@ -22,7 +22,9 @@ def add_parser(sub) -> None:
                     "memory, registers, spills, and the IR at every level once normalised (locations, temp paths, "
                     "cache hashes, SSA names and dialect spelling removed), with the ops each case gained and lost. "
                     "--case (and --level) prints the unified diff of that case's normalised IR instead. Nothing is "
-                    "printed when A and B agree. Exit 0: no difference; 1: they differ; 2: unusable input.",
+                    "printed when A and B agree. Exit 0: no verdict or metric moved (IR-only changes are listed); "
+                    "1: a verdict, status or metric (TMA ops, registers, spills, shared memory) moved, or with "
+                    "--strict anything, normalised IR included; 2: unusable input.",
         epilog="example: reprokit diff bundles/examples/triton-3.4-cu129-h100.tgz "
                "bundles/examples/triton-3.5-cu130-h100.tgz --case tensor_descriptor.p0 --level ttgir",
     )
@@ -32,6 +34,7 @@ def add_parser(sub) -> None:
     p.add_argument("--level", default=None, choices=LEVELS, help="only this IR level (default: every level)")
     p.add_argument("--context", type=natural, default=3, metavar="N", help="lines of context in unified diffs")
     p.add_argument("--any-profile", action="store_true", help="compare bundles made for different GPU profiles")
+    p.add_argument("--strict", action="store_true", help="exit 1 when only the normalised IR moved, too")
     p.add_argument("--json", action="store_true", help="print the grid (and any unified diffs) as JSON")
     p.set_defaults(func=run)
 
@@ -67,11 +70,13 @@ def run(args) -> int:
             other = [f for f in moved if not f.startswith("ir.")]
             if other:
                 say(f"{args.case}: also moved: {', '.join(other)}")
-        return 1 if moved or any(diffs.values()) else 0
+        significant = change_class(moved) in ("verdict", "metric")
+        return 1 if significant or (args.strict and (moved or any(diffs.values()))) else 0
     grid = compare([a, b])
+    code = 1 if grid.significant(args.strict) else 0
     if args.json:
         print(json.dumps(grid.to_dict(), indent=1))
-        return 1 if grid.moved else 0
+        return code
     if not grid.moved:
         say(f"no differences ({len(grid.rows)} cases)")
         return 0
@@ -80,4 +85,4 @@ def run(args) -> int:
         print(line)
     for line in ops_lines(grid, 1, levels):
         print(line)
-    return 1
+    return code

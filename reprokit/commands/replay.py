@@ -38,9 +38,10 @@ def add_parser(sub) -> None:
                     "bundle's own stack pins, or on --stacks from stacks.toml to compare versions. Each run "
                     "writes a new bundle whose manifest names BUNDLE's sha256 as its parent. One grid follows: "
                     "the bundle's recorded results first, one column per replay, each cell that moved marked "
-                    "(status, verdict, TMA ops per level, shared memory, registers, spills, normalised IR). "
-                    "Exit 0: reproduced, or nothing moved; 1: something moved; 2: unusable input; "
-                    "3: a stack could not run.",
+                    "(status, verdict, TMA ops per level, shared memory, registers, spills, normalised IR), with "
+                    "the numbers that moved. Exit 0: reproduced, or only normalised IR moved (listed); 1: a "
+                    "verdict, status or metric moved (with --strict, IR too); 2: unusable input; "
+                    "3: a stack could not run; 4: cases failed in the harness.",
         epilog="example: reprokit replay bundles/examples/triton-3.0-cu129-h100.tgz "
                "--stacks triton-3.6-cu130,triton-3.9-cu132 --executor venv",
     )
@@ -52,6 +53,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the new bundles (default bundles/)")
     p.add_argument("--share", action="store_true")
     p.add_argument("--all", action="store_true", help="list every case, not only those that moved")
+    p.add_argument("--strict", action="store_true", help="exit 1 when only the normalised IR moved, too")
     p.add_argument("--json", action="store_true", help="print the grid as JSON")
     add_gpu_args(p)
     p.set_defaults(func=run)
@@ -91,12 +93,12 @@ def run(args) -> int:
             say(f"reprokit: {harness_error_message(o.stack, list(o.harness_errors))}")
     if args.json:
         print(json.dumps({"parent": result.parent, "bundle": result.bundle, "own_stack": result.own_stack,
-                          "reproduced": result.reproduced, "exit_code": result.exit_code,
+                          "reproduced": result.reproduced, "exit_code": result.exit_code_for(args.strict),
                           "stacks": [{"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None,
                                       "error": o.error, "harness_errors": list(o.harness_errors)}
                                      for o in result.outcomes],
                           "grid": grid.to_dict()}, indent=1))
-        return result.exit_code
+        return result.exit_code_for(args.strict)
     title = f"replay of {result.bundle} on {profile.key}, {gpu.mode}, executor {executor.name}"
     console().print(grid_table(grid, title, only_moved=not args.all and grid.moved))
     for o in result.outcomes:
@@ -106,6 +108,10 @@ def run(args) -> int:
     for line in change_lines(grid):
         print(line)
     if result.own_stack and not grid.failed:
-        print("reproduced: status, verdict, TMA counts and normalised IR are equal" if result.reproduced
-              else "NOT reproduced on the bundle's own stack")
-    return result.exit_code
+        if result.reproduced:
+            print("reproduced: status, verdict, TMA counts and normalised IR are equal")
+        elif not grid.significant():
+            print("reproduced in verdicts and metrics; only the normalised IR moved (above)")
+        else:
+            print("NOT reproduced on the bundle's own stack")
+    return result.exit_code_for(args.strict)

@@ -13,7 +13,15 @@ Public API (what `replay`, `diff` and `report` build on):
                                              # "outputs" (a declared call's outputs, neither
                                              # bit-exact nor within its dtype's tolerance), "present"
     cell.ops       -> tuple[OpDelta]         # where an IR level moved: ops added (+n) / removed (-n)
+    cell.change    -> str                    # the class of what moved, the first that holds of:
+                                             # "verdict" (status, verdict, presence, GPU status,
+                                             # correctness, a call's outputs), "metric" (TMA ops per level, registers,
+                                             # spills, shared memory, a time judged FASTER/SLOWER),
+                                             # "ir" (normalised IR only), "" (nothing)
+    cell.metrics   -> tuple[MetricDelta]     # the numbers of what moved: regs 127 -> 94
     grid.moved     -> bool                   # any cell of any column moved
+    grid.significant(strict) -> bool         # a verdict or metric moved (with strict, IR too):
+                                             # what `replay` and `diff` exit 1 on
     grid.changes() -> tuple[ColumnChanges]   # per column: verdicts that moved, families that became
                                              # (un)supported, cases that moved
     grid.to_dict() -> dict                   # `--json` (format 1); dicts only here, at the edge
@@ -36,6 +44,33 @@ from reprokit.compare.sources import ResultSet, open_result_set
 FORMAT = 1
 RAW = "raw:"   # an IR level kept only as the sha256 of its raw text (condensed sweep points)
 RESOURCES = ("shared_bytes", "registers", "spill_stores", "spill_loads")
+# What moved, by class, most telling first (cell.change).
+VERDICT_FIELDS = ("present", "status", "verdict", "gpu_status", "correct", "outputs")
+CHANGES = ("verdict", "metric", "ir")
+
+
+def change_class(moved: Iterable[str]) -> str:
+    """The class of a cell's moved fields: "verdict", "metric", "ir" or "" (nothing moved)."""
+    moved = tuple(moved)
+    if any(f in VERDICT_FIELDS for f in moved):
+        return "verdict"
+    if any(not f.startswith("ir.") for f in moved):
+        return "metric"
+    return "ir" if moved else ""
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    name: str                  # "regs", "smem", "spill_stores", "spill_loads", "tma.<level>"
+    before: int | float | None
+    after: int | float | None
+
+    def text(self) -> str:
+        return f"{self.name} {_num(self.before)} -> {_num(self.after)}"
+
+
+def _num(v) -> str:
+    return "-" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
 
 
 @dataclass(frozen=True)
@@ -93,6 +128,11 @@ class Cell:
     time_ratio: float | None = None  # against the first column, by a method both records have
     moved: tuple = ()
     ops: tuple = ()            # OpDelta, where an IR level moved
+    metrics: tuple = ()        # MetricDelta for each metric that moved
+
+    @property
+    def change(self) -> str:
+        return change_class(self.moved)
 
     def tma_at(self, level: str) -> int | None:
         return dict(self.tma).get(level)
@@ -110,6 +150,8 @@ class Cell:
         d["ops"] = [asdict(o) for o in self.ops]
         d["times"] = dict(self.times)
         d["outputs"] = dict(self.outputs)
+        d["metrics"] = [asdict(m) for m in self.metrics]
+        d["change"] = self.change
         return d
 
 
@@ -124,6 +166,12 @@ class Row:
     def moved(self) -> bool:
         return any(c.moved for c in self.cells)
 
+    @property
+    def change(self) -> str:
+        """The most telling class of change in any column (CHANGES order), or ""."""
+        found = {c.change for c in self.cells}
+        return next((k for k in CHANGES if k in found), "")
+
 
 @dataclass(frozen=True)
 class ColumnChanges:
@@ -133,9 +181,10 @@ class ColumnChanges:
     statuses: tuple            # ((case, from, to), ...)
     became_unsupported: tuple  # families supported in column 0, unsupported throughout here
     became_supported: tuple
+    by_change: tuple = ()      # ((class, count), ...) over CHANGES, for the classes that occur
 
     def to_dict(self) -> dict:
-        return {"column": self.column, "moved_cases": list(self.moved_cases),
+        return {"column": self.column, "moved_cases": list(self.moved_cases), "by_change": dict(self.by_change),
                 "verdicts": [{"case": c, "from": a, "to": b} for c, a, b in self.verdicts],
                 "statuses": [{"case": c, "from": a, "to": b} for c, a, b in self.statuses],
                 "became_unsupported": list(self.became_unsupported),
@@ -154,6 +203,11 @@ class Grid:
     @property
     def failed(self) -> tuple:
         return tuple(c for c in self.columns if c.error)
+
+    def significant(self, strict: bool = False) -> bool:
+        """Whether a verdict or a metric moved anywhere (with `strict`, normalised IR too)."""
+        wanted = set(CHANGES) if strict else {"verdict", "metric"}
+        return any(c.change in wanted for r in self.rows for c in r.cells[1:])
 
     def column_index(self, key: str) -> int:
         for i, c in enumerate(self.columns):
@@ -174,16 +228,18 @@ class Grid:
         out = []
         for i, col in enumerate(self.columns[1:], start=1):
             moved, verdicts, statuses = [], [], []
+            classes: Counter = Counter()
             for r in self.rows:
                 base, cell = r.cells[0], r.cells[i]
                 if cell.moved:
                     moved.append(r.case)
+                    classes[cell.change] += 1
                 if "verdict" in cell.moved or "present" in cell.moved:
                     verdicts.append((r.case, base.verdict, cell.verdict))
                 if "status" in cell.moved or "present" in cell.moved:
                     statuses.append((r.case, base.status, cell.status))
             out.append(ColumnChanges(col.key, tuple(moved), tuple(verdicts), tuple(statuses),
-                                     *self._support_shift(i)))
+                                     *self._support_shift(i), tuple((k, classes[k]) for k in CHANGES if classes[k])))
         return tuple(out)
 
     def _support_shift(self, i: int) -> tuple:
@@ -210,7 +266,8 @@ class Grid:
             "levels": list(LEVELS),
             "columns": [asdict(c) for c in self.columns],
             "moved": self.moved,
-            "cases": [{"id": r.case, "family": r.family, "control": r.control, "moved": r.moved,
+            "significant": self.significant(),
+            "cases": [{"id": r.case, "family": r.family, "control": r.control, "moved": r.moved, "change": r.change,
                        "cells": [c.to_dict() for c in r.cells]} for r in self.rows],
             "changes": [c.to_dict() for c in self.changes()],
         }
@@ -307,6 +364,26 @@ def _moved(base: Cell, cell: Cell) -> tuple:
     return tuple(out)
 
 
+def moved_summary(cell: Cell, max_ops: int = 3) -> str:
+    """What moved, with its numbers: 'regs 127 -> 94, smem 1024 -> 1152, +1 cp.async.bulk.wait_group
+    (ptx)'. Status and verdict show in the cell itself; when the status moved, the rest follows from
+    it and is left out. IR that moved with no op count changed is named by level ('ir: ttgir')."""
+    if "status" in cell.moved or "present" in cell.moved:
+        return ""
+    parts = [m.text() for m in cell.metrics]
+    for f in cell.moved:
+        if f in ("gpu_status", "correct", "outputs"):
+            parts.append({"gpu_status": "gpu", "correct": "correct", "outputs": "outputs differ"}[f])
+    deltas = sorted(cell.ops, key=lambda d: (-abs(d.delta), d.level, d.op))
+    parts += [f"{'+' if d.delta > 0 else '-'}{abs(d.delta)} {d.op} ({d.level})" for d in deltas[:max_ops]]
+    if len(deltas) > max_ops:
+        parts.append(f"+{len(deltas) - max_ops} more op changes")
+    quiet = [f[3:] for f in cell.moved if f.startswith("ir.") and not any(d.level == f[3:] for d in cell.ops)]
+    if quiet:
+        parts.append("ir: " + ",".join(quiet))
+    return ", ".join(parts)
+
+
 def op_deltas(a: ResultSet, b: ResultSet, case: str, level: str) -> tuple:
     """Ops at one level of one case: added in b (delta > 0) and removed from a (delta < 0)."""
     ta, tb = a.normalised(case, level), b.normalised(case, level)
@@ -335,7 +412,21 @@ def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str)
         if base_t.get(method):
             ratio = round(t / base_t[method], 4)
             break
-    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio)
+    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio, metrics=_metric_deltas(base, cell, moved))
+
+
+_METRIC_NAMES = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spill_stores",
+                 "spill_loads": "spill_loads"}
+
+
+def _metric_deltas(base: Cell, cell: Cell, moved: tuple) -> tuple:
+    out = []
+    for f in moved:
+        if f.startswith("tma."):
+            out.append(MetricDelta(f, base.tma_at(f[4:]), cell.tma_at(f[4:])))
+        elif f in _METRIC_NAMES:
+            out.append(MetricDelta(_METRIC_NAMES[f], getattr(base, f), getattr(cell, f)))
+    return tuple(out)
 
 
 def as_result_set(item, role: str = "bundle") -> ResultSet:
@@ -392,5 +483,5 @@ def compare(items: Sequence, *, failed: Iterable[Column] = ()) -> Grid:
     return Grid(tuple(e if isinstance(e, Column) else Column.of(e) for e in entries), tuple(rows))
 
 
-__all__ = ["Cell", "Column", "ColumnChanges", "Grid", "OpDelta", "Row", "compare", "op_deltas", "as_result_set",
-           "FORMAT", "RESOURCES", "LEVELS"]
+__all__ = ["Cell", "Column", "ColumnChanges", "Grid", "MetricDelta", "OpDelta", "Row", "compare", "op_deltas",
+           "as_result_set", "change_class", "moved_summary", "CHANGES", "FORMAT", "RESOURCES", "LEVELS", "VERDICT_FIELDS"]

@@ -6,31 +6,14 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from reprokit.compare.grid import Cell, Grid
+from reprokit.compare.grid import Cell, Grid, moved_summary
 from reprokit.compare.normalise import LEVELS
 
 STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red", "error": "red",
          "timeout": "red", "unsupported": "dim", "inconclusive": "magenta"}
+_CLASS_WORDS = {"verdict": "verdict or status", "metric": "metric", "ir": "IR only"}
 _SHORT = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spills", "spill_loads": "spills",
           "gpu_status": "gpu", "correct": "correct"}
-
-
-def moved_summary(cell: Cell) -> str:
-    """What moved, shortly: 'tma ir:ttgir,ptx smem'. Status and verdict show in the cell itself;
-    when the status moved, the rest follows from it and is left out."""
-    parts: list[str] = []
-    if "status" in cell.moved or "present" in cell.moved:
-        return ""
-    if any(f.startswith("tma.") for f in cell.moved):
-        parts.append("tma")
-    levels = [f[3:] for f in cell.moved if f.startswith("ir.")]
-    if levels:
-        parts.append("ir:" + ",".join(levels))
-    for f in cell.moved:
-        short = _SHORT.get(f)
-        if short and short not in parts:
-            parts.append(short)
-    return " ".join(parts)
 
 
 def cell_text(cell: Cell, *, baseline: bool) -> str:
@@ -57,7 +40,7 @@ def cell_text(cell: Cell, *, baseline: bool) -> str:
 
 def grid_table(grid: Grid, title: str | None = None, *, only_moved: bool = False) -> Table:
     t = Table(title=title, caption="cells: verdict, TMA ops per level (" + "/".join(LEVELS) + "); "
-                                   "* moved against the first column")
+                                   "* moved against the first column, with the numbers that moved")
     t.add_column("case", no_wrap=True)
     for col in grid.columns:
         t.add_column(escape(col.label) + ("" if not col.error else " [red](failed)[/]"))
@@ -78,7 +61,9 @@ def change_lines(grid: Grid) -> list[str]:
         if not ch.moved_cases:
             out.append(f"{col.label}: nothing moved ({len(grid.rows)} cases)")
             continue
-        line = f"{col.label}: {len(ch.moved_cases)} of {len(grid.rows)} cases moved"
+        classes = dict(ch.by_change)
+        line = (f"{col.label}: {len(ch.moved_cases)} of {len(grid.rows)} cases moved ("
+                + ", ".join(f"{n} {_CLASS_WORDS[k]}" for k, n in classes.items()) + ")")
         if ch.verdicts:
             line += "; verdicts: " + ", ".join(f"{c} {a or 'absent'}->{b or 'absent'}" for c, a, b in ch.verdicts)
         if ch.became_unsupported:

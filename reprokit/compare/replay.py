@@ -35,11 +35,16 @@ class Replay:
 
     @property
     def exit_code(self) -> int:
+        return self.exit_code_for(strict=False)
+
+    def exit_code_for(self, strict: bool) -> int:
+        """3 when a stack could not run, 4 when cases failed in the harness, 1 when a verdict or a
+        metric moved (with `strict`, normalised IR too), else 0."""
         if self.grid.failed:
             return ExecutorError.exit_code
         if any(o.harness_errors for o in self.outcomes):
             return HarnessError.exit_code  # cases failed in the harness, not the compiler: no evidence
-        return 1 if self.grid.moved else 0
+        return 1 if self.grid.significant(strict) else 0
 
 
 def bundle_stack(manifest: dict) -> Stack:

@@ -1,9 +1,12 @@
 """What a report dwells on: the cases worth a maintainer's time, found on the comparison grid.
 
 A case is interesting when a compiler crashed or hung on it, when a verdict missed its
-expectation, when the compiler rejected it (a failing pass to name), or when its verdict or TMA
-counts moved across the bundles. A verdict that moved only between `unsupported` and one other
-verdict is an API appearing or disappearing: those are listed per family, not dwelt on.
+expectation, when the compiler rejected it where no rejection was expected, when its verdict
+moved across the bundles, or when a metric moved (TMA ops per level, registers, spills, shared
+memory: the grid's "metric" class). An expected rejection (a negative control refused as its
+case says) is the compiler doing its job, not a finding. A verdict that moved only between
+`unsupported` and one other verdict is an API appearing or disappearing: those are listed per
+family, not dwelt on.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from reprokit.compare.grid import Grid, Row
 
 # Kinds, most telling first: a section's order and what survives when a body must be shortened.
-KINDS = ("crash", "not met", "rejected", "moved", "counts")
+KINDS = ("crash", "not met", "rejected", "moved", "metric")
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,13 @@ def kinds_of(row: Row) -> tuple:
         kinds.add("crash")
     if any(c.met is False and c.status not in ("crash", "timeout") for c in cells):
         kinds.add("not met")
-    if any(c.verdict == "rejected" for c in cells):
+    if any(c.verdict == "rejected" and c.met is not True for c in cells):
         kinds.add("rejected")
-    moved = {f for c in row.cells for f in c.moved}
-    if moved & {"verdict", "status", "present"} and not _api_only(row):
+    changes = {c.change for c in row.cells}
+    if "verdict" in changes and not _api_only(row):
         kinds.add("moved")
-    elif any(f.startswith("tma.") for f in moved) and not _api_only(row):
-        kinds.add("counts")
+    elif "metric" in changes and not _api_only(row):
+        kinds.add("metric")
     return tuple(k for k in KINDS if k in kinds)
 
 

@@ -37,8 +37,7 @@ def _cell(cell, baseline: bool) -> str:
         cls = "absent moved" if cell.moved else "unsupported"
         return f'<td class="v {cls}">{"absent" if cell.moved else "-"}</td>'
     cls = [cell.verdict or "error"]
-    if not baseline and ({"status", "verdict", "present"} & set(cell.moved)
-                         or any(f.startswith("tma.") for f in cell.moved)):
+    if not baseline and cell.change in ("verdict", "metric"):
         cls.append("moved")
     if cell.met is False:
         cls.append("notmet")
@@ -159,7 +158,7 @@ def render(r: Report) -> str:
             f'<li><a href="#case-{escape(f.case)}"><code>{escape(f.case)}</code></a>: {escape(", ".join(f.kinds))}</li>'
             for f in r.findings) + "</ul>")
     else:
-        out.append("<p>None: no crash, every expectation met, nothing moved.</p>")
+        out.append("<p>None: no crash, every expectation met, no verdict or metric moved.</p>")
     if r.api:
         out.append("<p>API families that come and go:</p><ul>" + "".join(
             f"<li><code>{escape(a.family)}</code>: compiles with {escape(', '.join(a.supported))}; unsupported with "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from reprokit.compare.normalise import LEVELS
+from reprokit.compare.grid import moved_summary
 from reprokit.report.model import Report, tma_text
 
 BODY_LIMIT = 65536
@@ -44,8 +45,7 @@ def cell_md(cell, *, baseline: bool) -> str:
     text = cell.verdict or "?"
     if cell.verdict == "error":   # the one verdict several statuses share
         text += f" ({cell.status})"
-    if not baseline and cell.moved and ({"status", "verdict", "present"} & set(cell.moved)
-                                        or any(f.startswith("tma.") for f in cell.moved)):
+    if not baseline and cell.change in ("verdict", "metric"):
         text = f"**{text}**"
     counts = tma_text(cell)
     if counts:
@@ -69,7 +69,7 @@ def grid_lines(r: Report) -> list[str]:
                      + " | ".join(cell_md(c, baseline=i == 0) for i, c in enumerate(row.cells)) + " |")
     lines += ["", f"Cells: verdict, then TMA data-movement ops per level ({'/'.join(LEVELS)}), then on a GPU the "
                   "median time per launch and its ratio to the first column; "
-                  "**bold**: moved against the first column; ✗: the expectation was not met; "
+                  "**bold**: a verdict or metric moved against the first column; ✗: the expectation was not met; "
                   "(no launch): needs more shared memory per block than the GPU has.", ""]
     return lines
 
@@ -120,6 +120,9 @@ def _observed(r: Report, case: str) -> list[str]:
         rec = r.record(r.facts.index(f), case) or {}
         met = {True: "met", False: "**not met**"}.get(cell.met, "not judged")
         out.append(f"- {f.label}: {cell.status}, verdict `{cell.verdict}` ({met}): {_esc(rec.get('reason', ''))}")
+        moved = moved_summary(cell, max_ops=6)
+        if moved:
+            out.append(f"  - moved against {_esc(r.facts[0].label)}: " + ", ".join(f"`{p}`" for p in moved.split(", ")))
     return out
 
 
@@ -260,7 +263,7 @@ def title(r: Report) -> str:
     """A suggested issue title: the most telling finding, with the Triton releases it was seen on."""
     tritons = ", ".join(dict.fromkeys(f.triton for f in r.facts))
     if not r.findings:
-        return f"[{r.profile_key}] Triton {tritons}: every expectation met, nothing moved"
+        return f"[{r.profile_key}] Triton {tritons}: every expectation met, no verdict or metric moved"
     fnd = r.findings[0]
     kind = fnd.kinds[0]
     cells = [(f, c) for f, c in zip(r.facts, fnd.row.cells) if c.present]

@@ -151,3 +151,40 @@ def test_gpu_times_are_compared_by_one_method_both_records_have():
                                "events": {"median_ms": 0.0230}}))
     assert _judge(new, faster, rs, rs, "host_descriptor.p0").time_ratio == pytest.approx(0.0190 / 0.0209, abs=1e-4)
     assert _judge(new, _cell(rs, record({})), rs, rs, "host_descriptor.p0").time_ratio is None
+
+
+def test_what_moved_is_classed_verdict_then_metric_then_ir():
+    from reprokit.compare.grid import change_class
+
+    assert change_class(()) == ""
+    assert change_class(("ir.ttgir", "ir.ptx")) == "ir"
+    assert change_class(("ir.ptx", "registers")) == "metric"
+    assert change_class(("tma.sass",)) == "metric"
+    assert change_class(("tma.sass", "verdict")) == "verdict"
+    assert change_class(("correct",)) == "verdict" and change_class(("present",)) == "verdict"
+
+
+def test_a_moved_metric_carries_its_numbers_and_sets_the_exit():
+    from reprokit.compare.grid import Cell, Column, Grid, Row, moved_summary, _metric_deltas, OpDelta
+    from reprokit.compare.render import change_lines, cell_text
+
+    base = Cell(True, "ok", "tma", "tma", True, (("ptx", 2), ("sass", 2)), shared_bytes=1024, registers=127)
+    after = Cell(True, "ok", "tma", "tma", True, (("ptx", 2), ("sass", 3)), shared_bytes=1152, registers=94)
+    moved = ("tma.sass", "shared_bytes", "registers", "ir.ptx")
+    from dataclasses import replace
+
+    cell = replace(after, moved=moved, metrics=_metric_deltas(base, after, moved),
+                   ops=(OpDelta("ptx", "cp.async.bulk.wait_group", 1),))
+    assert [m.text() for m in cell.metrics] == ["tma.sass 2 -> 3", "smem 1024 -> 1152", "regs 127 -> 94"]
+    text = moved_summary(cell)
+    assert text == "tma.sass 2 -> 3, smem 1024 -> 1152, regs 127 -> 94, +1 cp.async.bulk.wait_group (ptx)"
+    assert "regs 127 -> 94" in cell_text(cell, baseline=False)
+    col = Column("a", "3.4", "bundle", None, None, None, None, None, None, None)
+    ir_only = replace(base, moved=("ir.ttgir",))
+    grid = Grid((col, replace(col, key="b", label="3.6")), (Row("m.p0", "m", "P0", (base, cell)),
+                                                            Row("c.p0", "c", "P0", (base, ir_only))))
+    assert grid.significant() and grid.significant(strict=True)
+    assert change_lines(grid) == ["3.6: 2 of 2 cases moved (1 metric, 1 IR only)"]
+    quiet = Grid(grid.columns, (Row("c.p0", "c", "P0", (base, ir_only)),))
+    assert not quiet.significant() and quiet.significant(strict=True)
+    assert grid.to_dict()["cases"][0]["cells"][1]["metrics"][2] == {"name": "regs", "before": 127, "after": 94}

@@ -51,7 +51,7 @@ def _section(md: str, case: str) -> str:
 
 def test_markdown_follows_the_bug_template_with_the_environment_that_ran(md):
     assert "Suggested title: [h100, sm_90] Triton 3.0.0: compiler crashes (SIGABRT) on " \
-           "experimental_descriptor.p1 (+3 more) -->" in md.splitlines()[1]
+           "experimental_descriptor.p1 (+2 more) -->" in md.splitlines()[1]
     assert md.index("### Describe the bug") < md.index("### Environment details")
     env = md[md.index("### Environment details"):]
     assert "Triton: 3.0.0, 3.6.0\n" in env and "GPU: NVIDIA H100 80GB HBM3; profile h100, sm_90" in env
@@ -73,8 +73,9 @@ def test_markdown_grid_marks_moved_and_unmet_cells(md):
 
 
 def test_markdown_dwells_on_crash_unmet_and_rejections_and_lists_api_changes(md, report):
-    assert [f.case for f in report.findings] == ["experimental_descriptor.p1", "block_ptr.p0",
-                                                 "tensor_descriptor.p1", "host_descriptor.p1"]
+    # Expected rejections (the P1s refused as their cases say) are not findings; a register change is.
+    assert [f.case for f in report.findings] == ["experimental_descriptor.p1", "block_ptr.p0", "block_ptr.p2"]
+    assert "  - moved against triton 3.0.0: `regs 96 -> 74`, `-33 mov.u32 (ptx)`" in _section(md, "block_ptr.p2")
     crash = _section(md, "experimental_descriptor.p1")
     assert "signal SIGABRT" in crash and "unsupported shared memory layout for MMAv3" in crash
     assert "<summary>MLIR reproducer of the failing pass (triton 3.0.0" in crash
@@ -86,9 +87,7 @@ def test_markdown_dwells_on_crash_unmet_and_rejections_and_lists_api_changes(md,
     script = m.group(1)
     compile(script, "reproducer.py", "exec")
     assert "def copy_p1_narrow(" in script and not re.search(r"^\s*(?:import|from) reprokit", script, re.M)
-    rejected = _section(md, "host_descriptor.p1")
-    assert "failing pass `TritonNvidiaGPUTMALoweringPass`" in rejected
-    assert "TMA copies must have between 1 and 5 coordinates" in rejected
+    assert "#### `host_descriptor.p1`" not in md and "#### `tensor_descriptor.p1`" not in md
     unmet = _section(md, "block_ptr.p0")
     # no TMA: the excerpt centres on the loads/stores a TMA would replace, at each level shown
     assert re.search(r"^\d+> +%\d+ = tt\.load ", unmet, re.M)
@@ -331,11 +330,18 @@ def test_which_cases_are_interesting():
     assert kinds_of(row(tma, Cell(True, "ok", "no-tma", "tma", False, (("sass", 0),),
                                   moved=("verdict", "tma.sass")))) == ("not met", "moved")
     assert kinds_of(row(tma, Cell(True, "ok", "tma", "tma", True, (("sass", 4),), moved=("tma.sass",)))) == \
-        ("counts",)
+        ("metric",)
+    assert kinds_of(row(tma, Cell(True, "ok", "tma", "tma", True, (("sass", 2),), registers=94,
+                                  moved=("registers",)))) == ("metric",)
+    assert kinds_of(row(tma, Cell(True, "ok", "tma", "tma", True, (("sass", 2),), moved=("ir.ttgir",)))) == ()
+    # a negative control refused as expected is the compiler doing its job; refused unexpectedly, a finding
+    rejected = Cell(True, "compile_error", "rejected", "no-tma", True)
+    assert kinds_of(row(rejected, rejected)) == ()
+    assert kinds_of(row(Cell(True, "compile_error", "rejected", "no-tma", False))) == ("not met", "rejected")
     # an API that came or went is listed per family, not dwelt on
     assert kinds_of(row(Cell(True, "unsupported", "unsupported", "tma"), Cell(True, "ok", "tma", "tma", True,
                                                                             moved=("status", "verdict")))) == ()
     assert kinds_of(row(Cell(True, "crash", "crashed", "no-tma", False),
                         Cell(True, "compile_error", "rejected", "no-tma", True, moved=("status", "verdict")))) == \
-        ("crash", "rejected", "moved")
+        ("crash", "moved")
     assert kinds_of(row(Cell(True, "timeout", "timeout", "tma"))) == ("crash",)
