@@ -269,3 +269,40 @@ def test_a_capture_of_declared_calls_packs_into_a_bundle_that_verifies_and_repor
     assert verify(bundle) == []
     md = render([bundle], "md")
     assert "softmax.even" in md
+
+
+BAD = [
+    # the JIT refuses a call that misses an argument: what a real launch meets
+    {"id": "bad.missing-arg", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
+     "call": {"args": {k: v for k, v in ADD_ARGS.items() if k != "N"}, "grid": [1]}, "expect": "tma"},
+    # an option this release does not know
+    {"id": "bad.option", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
+     "call": {"args": ADD_ARGS, "grid": [1], "options": {"num_warpz": 4}}, "expect": None},
+    # a dtype no torch has: the call itself is malformed
+    {"id": "bad.dtype", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
+     "call": {"args": {**ADD_ARGS, "x_ptr": T([1024, 1024], "float13")}, "grid": [1]}, "expect": None},
+    {"id": "bad.import", "kind": "call", "file": "broken_import.py", "function": "never",
+     "call": {"args": {"x_ptr": T([16])}}, "expect": None},
+    {"id": "bad.no-such-kernel", "kind": "call", "file": "persistent_matmul.py", "function": "nope",
+     "call": {"args": {}}, "expect": None},
+    # a good one beside them still compiles
+    {"id": "good", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
+     "call": {"args": ADD_ARGS, "grid": [16, 16]}, "expect": "smem<=100"},
+]
+
+
+def test_bad_calls_each_get_a_clear_result_and_the_rest_still_compile(config, venv_executor, stack_ready, tmp_path):
+    st = stack_ready("triton-3.6-cu130")
+    plan = {**build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0"), "cases": [dict(c) for c in BAD]}
+    cap = capture(st, venv_executor, tmp_path / "bad", opts(config.gpu("h100"), workers=2, plan=plan, kernels=KERNELS))
+    got = by_id(cap)
+    assert got["bad.missing-arg"]["status"] == "compile_error"
+    assert "the JIT refused the call" in got["bad.missing-arg"]["error"] and "N" in got["bad.missing-arg"]["error"]
+    assert got["bad.missing-arg"]["met"] is False  # "tma" was expected and cannot be met
+    assert got["bad.option"]["status"] == "compile_error" and "num_warpz" in got["bad.option"]["error"]
+    assert got["bad.option"]["met"] is None  # no expectation: never "not met"
+    assert got["bad.dtype"]["status"] == "harness_error" and "float13" in got["bad.dtype"]["error"]
+    assert got["bad.import"]["status"] == "harness_error" and "half-edited" in got["bad.import"]["error"]
+    assert got["bad.no-such-kernel"]["status"] == "harness_error" and "nope" in got["bad.no-such-kernel"]["error"]
+    assert got["good"]["status"] == "ok" and got["good"]["met"] is False  # 8200 B of shared memory > 100
+    assert "smem " in got["good"]["reason"] and "expected smem<=100" in got["good"]["reason"]

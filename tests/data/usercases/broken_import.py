@@ -1,0 +1,11 @@
+"""A kernel file whose module-level code raises, as a half-edited file does."""
+
+import triton
+import triton.language as tl
+
+raise RuntimeError("this kernel file is half-edited")
+
+
+@triton.jit
+def never(x_ptr):
+    pass
