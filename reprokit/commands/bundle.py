@@ -57,6 +57,10 @@ def parent_sha256(value: str | None) -> str | None:
 
 
 def run(args) -> int:
+    capture, out = args.capture.resolve(), args.out.resolve()
+    if out == capture or capture in out.parents:
+        # The bundle would land among the files it packs, and the next bundle of it would hold it.
+        raise UsageError(f"--out {args.out}: inside the capture folder {args.capture}; choose a folder outside it")
     plan_path = args.capture / "plan.json"
     try:
         plan = json.loads(plan_path.read_bytes())

@@ -133,3 +133,17 @@ def test_a_read_only_venv_cache_is_one_line_and_exit_5(args):
         assert list(cache.iterdir()) == []
     finally:
         shutil.rmtree(root)
+
+
+def test_bundle_refuses_an_out_folder_inside_the_capture(tmp_path, capsys):
+    from reprokit.cli import main
+
+    make_bundle(tmp_path / "g")
+    cap = tmp_path / "g" / "capture"
+    before = sorted(p.relative_to(cap) for p in cap.rglob("*"))
+    for out in (cap, cap / "bundles"):
+        assert main(["bundle", str(cap), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "inside the capture folder" in err
+    assert sorted(p.relative_to(cap) for p in cap.rglob("*")) == before
+    assert main(["bundle", str(cap), "--out", str(tmp_path / "elsewhere")]) == 0
