@@ -9,15 +9,17 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 from reprokit import __version__
 from reprokit.errors import Interrupted, ReprokitError, UsageError
-from reprokit.config import use_root
+from reprokit.config import use_project, use_root
 from reprokit.options import HostEnv
+from reprokit.userspec.project import PROJECT_FILE, find
 
 VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
          "report", "wheelhouse", "fleet",
-         "sweep", "trace")
+         "sweep", "trace", "init", "check")
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -74,10 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     before = {s: signal.signal(s, _raise_interrupted) for s in _STOP_SIGNALS}
     as_json = "--json" in argv
     try:
-        args = build_parser().parse_args(argv)
         # The one place the environment is read: verbs hand what they need down as options.
-        args.host = HostEnv.from_environ(os.environ)
-        use_root(args.host.root)
+        # Read before the arguments, whose types check stack and GPU names against stacks.toml:
+        # REPROKIT_ROOT's, and the user's reprokit.toml's own.
+        host = HostEnv.from_environ(os.environ)
+        use_root(host.root)
+        use_project(_project_file(argv))
+        args = build_parser().parse_args(argv)
+        args.host = host
         return args.func(args)
     except ReprokitError as e:
         return _fail(str(e), getattr(e, "problems", None) or [str(e)], e.exit_code, as_json)
@@ -88,6 +94,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for s, handler in before.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+def _project_file(argv: list[str]):
+    """The reprokit.toml the run uses: --project's (when it names one), else the nearest from the
+    current folder up, else None. A --project that names nothing is left to its argument type."""
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        given = argv[i + 1] if word == "--project" and i + 1 < len(argv) else \
+            word.split("=", 1)[1] if word.startswith("--project=") else None
+        if given is not None:
+            p = Path(given)
+            p = p / PROJECT_FILE if p.is_dir() else p
+            return p.absolute() if p.is_file() else None
+    return find(Path.cwd())
 
 
 def _fail(message: str, problems: list[str] | None, code: int, as_json: bool) -> int:

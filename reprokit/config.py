@@ -29,6 +29,17 @@ def use_root(root: Path | None) -> None:
     _ROOT = Path(root) if root else None
 
 
+# The user's reprokit.toml whose [stacks.*] and [gpus.*] extend the defaults (use_project), if any.
+_PROJECT: Path | None = None
+
+
+def use_project(path: Path | None) -> None:
+    """Let load_config() add the stacks and GPU profiles of this reprokit.toml (None: none);
+    `cli.main` calls it once, before the arguments are read, so that they may name them."""
+    global _PROJECT
+    _PROJECT = Path(path) if path else None
+
+
 def defaults_root() -> Path:
     """The folder that holds the default stacks.toml, kernels/ (suite, sweeps, fleets),
     Dockerfiles/ and schemas/: the one named at the edge (REPROKIT_ROOT: a test seam, a
@@ -171,16 +182,40 @@ def load_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: {e}") from None
 
 
+def stacks_and_gpus(path: Path) -> tuple[dict, dict]:
+    """The [stacks.*] and [gpus.*] tables of a reprokit.toml, a stack's dockerfile made absolute
+    (it is named relative to the file). They extend the defaults."""
+    raw = load_toml(path)
+    stacks = {}
+    for name, table in (raw.get("stacks") or {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [stacks.{name}] must be a table")
+        table = dict(table)
+        if isinstance(table.get("dockerfile"), str):
+            table["dockerfile"] = str((Path(path).parent / table["dockerfile"]).absolute())
+        stacks[name] = table
+    gpus = raw.get("gpus") or {}
+    if not isinstance(gpus, dict) or not all(isinstance(g, dict) for g in gpus.values()):
+        raise ConfigError(f"{path}: [gpus.NAME] entries must be tables")
+    return stacks, dict(gpus)
+
+
 def load_config(path: Path | None = None) -> Config:
+    """The stacks and GPU profiles of `path` (default: the packaged stacks.toml), with those of
+    the user's reprokit.toml (use_project) added; a project's entry replaces a default of the same name."""
     path = path or defaults_root() / "stacks.toml"
     raw = load_toml(path)
+    layers = [(path, raw.get("stacks", {}), raw.get("gpus", {}))]
+    if _PROJECT is not None:
+        layers.append((_PROJECT, *stacks_and_gpus(_PROJECT)))
     stacks, gpus = {}, {}
-    for name, s in raw.get("stacks", {}).items():
-        if "triton" not in s:
-            raise ConfigError(f"{path}: stack {name!r} has no 'triton' pin")
-        stacks[name] = Stack.from_pins(s, name=name)
-    for key, g in raw.get("gpus", {}).items():
-        gpus[key] = GpuProfile.from_dict(g, key=key, where=f"{path}: GPU profile")
+    for where, layer_stacks, layer_gpus in layers:
+        for name, s in layer_stacks.items():
+            if "triton" not in s:
+                raise ConfigError(f"{where}: stack {name!r} has no 'triton' pin")
+            stacks[name] = Stack.from_pins(s, name=name)
+        for key, g in layer_gpus.items():
+            gpus[key] = GpuProfile.from_dict(g, key=key, where=f"{where}: GPU profile")
     if not gpus:
         raise ConfigError(f"{path}: no [gpus.*] profiles")
     return Config(stacks=stacks, gpus=gpus, path=Path(path))

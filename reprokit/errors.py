@@ -53,6 +53,14 @@ class MissingDependency(UsageError):
         self.extra = extra
 
 
+class ProjectInvalid(ConfigError):
+    """A user's reprokit.toml has problems; `problems` lists one `file:line: what` line each."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [message])
+
+
 class GpuMismatchError(UsageError):
     """The host has a GPU, but not the one the profile names."""
 

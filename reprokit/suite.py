@@ -147,14 +147,18 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
 
 
 def copy_kernels(plan: dict, src: Path, dest: Path) -> list[str]:
-    """Copy the kernel sources the plan names (and the suite definition) into dest."""
+    """Copy the kernel sources the plan names (and the suite definition) into dest. A plan of
+    declared or traced calls (kind "call") takes the whole folder: a user's kernel may import
+    the modules beside it."""
     dest.mkdir(parents=True, exist_ok=True)
-    # A declared call (kind "call") names its file itself; the suite's definition comes along
-    # only with the suite's own cases.
-    names = {c.get("file") or c["kernel"]["file"] for c in plan["cases"]}
-    if any(c.get("kind") != "call" for c in plan["cases"]):
-        names.add("suite.toml")
-    names = sorted(names)
+    if any(c.get("kind") == "call" for c in plan["cases"]):
+        names = sorted(p.relative_to(src).as_posix() for p in Path(src).rglob("*")
+                       if p.is_file() and "__pycache__" not in p.relative_to(src).parts)
+        missing = sorted({c.get("file") or c["kernel"]["file"] for c in plan["cases"]} - set(names))
+        if missing:
+            raise ConfigError(f"kernel source {src / missing[0]} named by the plan does not exist")
+    else:
+        names = sorted({c["kernel"]["file"] for c in plan["cases"]} | {"suite.toml"})
     for name in names:
         if not (src / name).is_file():
             raise ConfigError(f"kernel source {src / name} named by the plan does not exist")

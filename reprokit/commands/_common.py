@@ -10,6 +10,7 @@ from rich.table import Table
 
 from reprokit.commands.argtypes import (
     clock_mhz,
+    existing_path,
     glob_list,
     gpu_profile,
     positive_int,
@@ -31,6 +32,12 @@ def add_run_args(p, *, default_executor: str = "auto") -> None:
     p.add_argument("--case-timeout", type=positive_seconds, default=None, metavar="S",
                    help="seconds per case, more than 0 (default from the suite)")
     add_gpu_args(p)
+
+
+def add_project_arg(p) -> None:
+    p.add_argument("--project", type=existing_path, default=None, metavar="PATH",
+                   help="a project's reprokit.toml (or its folder) whose declared cases run instead of the suite "
+                        "(default: the nearest reprokit.toml from the current folder up, if any)")
 
 
 def add_gpu_args(p) -> None:

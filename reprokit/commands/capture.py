@@ -6,6 +6,7 @@ import json
 
 from reprokit.capture import capture, check_out_dir, harness_error_message
 from reprokit.commands._common import (
+    add_project_arg,
     add_run_args,
     console,
     flat_case,
@@ -17,16 +18,20 @@ from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
+from reprokit.userspec.plan import project_run
+from reprokit.userspec.project import for_run
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "capture", help="run the suite in one stack into a capture folder",
-        description="Compile every case of the control suite for a GPU profile in one stack, keeping IR at "
-                    "every level, SASS, compile metadata, logs and an environment snapshot.",
+        description="Compile every case of the control suite (or of a project's reprokit.toml, here or above, or "
+                    "--project) for a GPU profile in one stack, keeping IR at every level, SASS, compile metadata, "
+                    "logs and an environment snapshot.",
         epilog="example: reprokit capture --gpu h100 --out /tmp/cap --executor local --json",
     )
     add_run_args(p, default_executor="local")
+    add_project_arg(p)
     p.add_argument("--out", required=True, type=out_dir, help="capture folder to create")
     p.add_argument("--stack", type=stack_name, default=None, help="stack from stacks.toml (required unless --executor local)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
@@ -48,8 +53,10 @@ def run(args) -> int:
         if not args.stack:
             raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
         stack = cfg.stack(args.stack)
-    with make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
-                       stacks=[stack]) as executor:
+    # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
+    with project_run(for_run(args.project), options, args.host.tmp, stack.pins()) as options, \
+            make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
+                          stacks=[stack]) as executor:
         cap = capture(stack, executor, args.out, options)
     cases = cap.results["cases"]
     for w in cap.warnings():

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from reprokit.commands._common import (
+    add_project_arg,
     add_run_args,
     console,
     outcomes_exit_code,
@@ -23,16 +24,20 @@ from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
 from reprokit.runs import run_stacks
 from reprokit.suite import expand_cases, load_suite, select
+from reprokit.userspec.plan import project_run
+from reprokit.userspec.project import for_run
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "run", help="run the suite on every chosen stack and write one bundle per stack",
-        description="Capture the control suite on each stack (docker, venv or local), pack one bundle per "
-                    "stack under --out, and print a case-by-stack table of verdicts.",
+        description="Capture the control suite, or the declared cases of a project's reprokit.toml (here or "
+                    "above, or --project; docs/user-cases.md), on each stack (docker, venv or local), pack one "
+                    "bundle per stack under --out, and print a case-by-stack table of verdicts.",
         epilog="example: reprokit run --gpu h100 --stacks triton-3.0-cu129,triton-3.5-cu130 --executor venv",
     )
     add_run_args(p)
+    add_project_arg(p)
     p.add_argument("--stacks", type=stack_list, default="all", help="comma-separated stack names from stacks.toml (default all)")
     p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the bundles (default bundles/)")
     p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
@@ -50,13 +55,15 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = cfg.select_stacks(args.stacks)
-    if args.cases:
+    # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
+    project = for_run(args.project)
+    if args.cases and project is None:
         # Said here, once, as capture says it: not as a failure of every stack (exit 3).
         select(expand_cases(load_suite()), args.cases)
     options = run_options(args, profile)
     gpu = options.gpu
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
-    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
+    with project_run(project, options, args.host.tmp) as options, make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
             Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
                   TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
         tasks = {s.name: bar.add_task(s.name, total=2, state="waiting") for s in stacks}

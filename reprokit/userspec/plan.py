@@ -1,0 +1,96 @@
+"""A project's declared cases as a plan (kind "call" cases, docs/user-cases.md), and its kernel
+files laid out as the bundle's kernels/ folder holds them.
+
+A project with any problem is refused with every problem listed (what `reprokit check` prints),
+so nothing compiles from a half-valid file.
+"""
+
+from __future__ import annotations
+
+import shutil
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from reprokit import locks
+from reprokit.config import GpuProfile
+from reprokit.errors import FileSystemError, ProjectInvalid
+from reprokit.options import RunOptions
+from reprokit.suite import PLAN_FORMAT, select
+from reprokit.userspec.check import Report, examine
+from reprokit.userspec.project import Project
+
+DEFAULT_TIMEOUT_S = 300.0
+# What the JIT launches with when a call names neither (Triton's NVIDIA defaults).
+DEFAULT_WARPS, DEFAULT_STAGES = 4, 3
+
+
+def checked(project: Project) -> Report:
+    """The project's report; ProjectInvalid listing every problem when there is any."""
+    rep = examine(project)
+    if rep.problems:
+        lines = rep.lines()
+        raise ProjectInvalid(f"{project.shown}: {len(lines)} problem(s) in the declared cases (reprokit check "
+                             "lists them)", problems=lines)
+    return rep
+
+
+def plan_case(c: dict, timeout_s: float) -> dict:
+    """One declared case as the plan writes it: the call as declared, normalised."""
+    opts = c["call"]["options"]
+    case = {
+        "id": c["id"], "kind": "call", "family": c["file"].rsplit("/", 1)[-1].removesuffix(".py") or "call",
+        "control": "call",
+        "description": c["description"] or f"{c['source']} as reprokit.toml declares its call",
+        "kernel": {"file": c["file"], "function": c["function"]},
+        "call": {"args": c["call"]["args"], "grid": c["call"]["grid"], "options": dict(opts)},
+        # The release's JIT derives these inside the stack (docs/user-cases.md): empty here.
+        "signature": {}, "constexprs": {}, "divisible_by_16": [],
+        "num_warps": int(opts.get("num_warps", DEFAULT_WARPS)), "num_stages": int(opts.get("num_stages", DEFAULT_STAGES)),
+        "requires": [], "expect": c["expect"], "gated_by": None,
+        "timeout_s": float(c["timeout_s"] or timeout_s),
+    }
+    if c["autotuned"]:
+        case["configs"] = c["configs"]
+    return case
+
+
+def build_plan(project: Project, profile: GpuProfile, stack: dict, *, mode: str = "compile-only",
+               only: str | None = None, timeout_s: float | None = None, sass: bool = True) -> dict:
+    """The plan of the project's declared cases (those matching `only`'s globs)."""
+    rep = checked(project)
+    default = float(timeout_s or (project.raw.get("project") or {}).get("timeout_s") or DEFAULT_TIMEOUT_S)
+    cases = [plan_case(c, timeout_s or default) for c in rep.cases]
+    return {"format": PLAN_FORMAT, "suite": project.name, "mode": mode, "profile": profile.to_dict(),
+            "stack": stack, "problem": {}, "sass": sass, "timeout_s": default, "cases": select(cases, only)}
+
+
+def stage_kernels(project: Project, dest: Path) -> list[str]:
+    """Copy every file of the project's kernels (folders whole: a kernel's helper modules come
+    along) into dest under its bundle name; return the names, sorted."""
+    rep = checked(project)
+    try:
+        for name, src in sorted(rep.sources.items()):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest / name)
+    except OSError as e:
+        raise FileSystemError.of(dest, e, "cannot copy the project's kernels") from None
+    return sorted(rep.sources)
+
+
+@contextmanager
+def project_run(project: Project | None, options: RunOptions, tmp: Path, stack: dict | None = None
+                ) -> Iterator[RunOptions]:
+    """`options` running the project's declared cases: its plan (for options' profile, mode,
+    case globs and timeout; `stack` named, or left for run_stacks to name per stack) and its
+    kernels staged in a scratch folder under `tmp`, removed when the run ends. Without a
+    project, `options` as they are: the control suite."""
+    if project is None:
+        yield options
+        return
+    plan = build_plan(project, options.profile, stack or {"name": "pending"}, mode=options.mode,
+                      only=options.only, timeout_s=options.case_timeout_s)
+    with locks.scratch(tmp, "kernels") as kernels:
+        stage_kernels(project, kernels)
+        yield replace(options, plan=plan, kernels=kernels)
