@@ -110,6 +110,11 @@ def write(folder: Path, *, name: str | None = None, example: bool = False) -> li
         if path.exists() or path.is_symlink():
             raise OutputExists(f"{path} exists; reprokit init never replaces a file (move it away first)")
     written = []
+    # The kernels folder the starter names (made when missing, never emptied).
+    try:
+        (folder / "kernels").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(folder / "kernels", e, "cannot create") from None
     for path, text in files:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
