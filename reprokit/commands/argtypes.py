@@ -151,6 +151,29 @@ def natural(text: str) -> int:
     return n
 
 
+def non_negative_number(text: str) -> float:
+    """A finite number, 0 or more (a bisect's threshold)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise Bad(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise Bad(f"must be a finite number, 0 or more, got {text!r}")
+    return value
+
+
+def metric_spec(text: str) -> str:
+    """What bisect follows: verdict, regs, smem, spills, tma:LEVEL or op:NAME@LEVEL."""
+    from reprokit.compare.metric import parse_metric
+    from reprokit.errors import UsageError
+
+    try:
+        parse_metric(text)
+    except UsageError as e:
+        raise Bad(str(e).split(": ", 1)[-1]) from None
+    return text.strip()
+
+
 def positive_seconds(text: str) -> float:
     """A finite number of seconds above 0 (0 or less would make every case a timeout)."""
     try:

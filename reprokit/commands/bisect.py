@@ -15,8 +15,9 @@ from rich.progress import (
 )
 
 from reprokit.commands._common import console, say
-from reprokit.commands.argtypes import case_id, gpu_profile, out_dir, version_range
+from reprokit.commands.argtypes import case_id, gpu_profile, metric_spec, non_negative_number, out_dir, version_range
 from reprokit.compare.bisect import bisect, list_releases, max_captures, parse_range
+from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions
@@ -25,19 +26,24 @@ from reprokit.suite import expand_cases, load_suite
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "bisect", help="find the first Triton release where a case's status or verdict changes",
+        "bisect", help="find the first Triton release where a case's verdict, or a metric of its compile, changes",
         description="List the Triton releases from FIRST to LAST on the package index (pip, for the Python the "
                     "stacks are built with; releases without a wheel for it are skipped and named), then bisect: "
                     "compile-only captures of the one case, each in a stack built on demand (a stacks.toml stack "
-                    "where one pins that release). Ends with the two boundary bundles under --out and one answer "
+                    "where one pins that release), following its status and verdict or --metric: regs, smem, "
+                    "spills, tma:LEVEL or op:NAME@LEVEL, changed when it moves by more than --threshold. Ends with the two boundary bundles under --out and one answer "
                     "line. Assumes one change inside the range, like git bisect.",
-        epilog="example: reprokit bisect --case experimental_descriptor.p0 --versions 3.0.0..3.9.0 --gpu h100",
+        epilog="example: reprokit bisect --case tensor_descriptor.p0 --versions 3.4.0..3.9.0 --gpu h100 --metric regs",
     )
     p.add_argument("--case", required=True, type=case_id, help="a case id of the suite, e.g. tensor_descriptor.p0")
     p.add_argument("--versions", required=True, type=version_range, metavar="FIRST..LAST", help="inclusive range of Triton releases")
     p.add_argument("--gpu", required=True, type=gpu_profile, help="GPU profile from stacks.toml")
     p.add_argument("--executor", choices=("venv", "docker"), default="venv")
     p.add_argument("--out", type=out_dir, default=Path("bundles"), help="where the boundary bundles go")
+    p.add_argument("--metric", type=metric_spec, default="verdict", metavar="METRIC",
+                   help="what to follow: verdict (default), regs, smem, spills, tma:LEVEL or op:NAME@LEVEL")
+    p.add_argument("--threshold", type=non_negative_number, default=None, metavar="N",
+                   help="a numeric metric counts as changed only when it moves by more than N (default 0)")
     p.add_argument("--json", action="store_true", help="print the bisection as JSON")
     p.set_defaults(func=run)
 
@@ -48,14 +54,15 @@ def run(args) -> int:
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
     lo, hi = parse_range(args.versions)
+    metric = parse_metric(args.metric, args.threshold)
     known = [c["id"] for c in expand_cases(load_suite())]
     if args.case not in known:
         raise UsageError(f"no case {args.case!r} in the suite; e.g. {', '.join(known[:4])}")
     with make_executor(args.executor, args.host, report=(lambda msg: None) if args.json else say) as executor:
-        return _bisect(args, cfg, profile, lo, hi, executor)
+        return _bisect(args, cfg, profile, lo, hi, executor, metric)
 
 
-def _bisect(args, cfg, profile, lo: str, hi: str, executor) -> int:
+def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric) -> int:
     import os
     import sys
 
@@ -77,13 +84,13 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor) -> int:
 
         def on_step(step) -> None:
             rel = "" if step.same_as_first is None else (" (as the first)" if step.same_as_first else " (changed)")
-            bar.update(task, advance=1, last=f"{step.version}: {step.status}/{step.verdict}")
+            seen = f"{step.status}/{step.verdict}" + ("" if metric.kind == "verdict" else f", {metric.text(step.value)}")
+            bar.update(task, advance=1, last=f"{step.version}: {seen}")
             if not args.json:
-                bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): "
-                                  f"{step.status}/{step.verdict}{rel}")
+                bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): {seen}{rel}")
 
         result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
-                        on_step=on_step, tmp_root=args.host.tmp)
+                        on_step=on_step, tmp_root=args.host.tmp, metric=metric)
         bar.update(task, total=len(result.steps), completed=len(result.steps))
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))

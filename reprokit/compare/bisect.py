@@ -1,5 +1,6 @@
-"""Bisecting a case over Triton releases: the first release in a range where the case's status or
-verdict changes, found in O(log n) compile-only captures.
+"""Bisecting a case over Triton releases: the first release in a range where the case's status and
+verdict (or any metric a compile shows: registers, shared memory, spills, TMA ops per level, an
+op count; reprokit.compare.metric) changes, found in O(log n) compile-only captures.
 
 The releases come from the package index, not from stacks.toml: pip (`pip index versions
 triton`, run by the Python the stacks are built with, so it honours the user's pip
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from reprokit import proc
+from reprokit.compare.metric import Metric
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.options import BundleOptions, GpuOptions, HostEnv, RunOptions
@@ -113,6 +115,7 @@ class Step:
     status: str
     verdict: str
     same_as_first: bool | None  # None for the first capture
+    value: object = None       # the bisected metric's value (status, verdict for "verdict")
 
 
 @dataclass(frozen=True)
@@ -125,11 +128,12 @@ class Bisection:
     last_same: str | None
     bundles: tuple             # the boundary bundles (Paths) in --out
     answer: str                # the one-line answer
+    metric: str = "verdict"    # what was followed (Metric.label)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
 
-        return {"case": self.case, "profile": self.profile, "first_changed": self.first_changed,
+        return {"case": self.case, "profile": self.profile, "metric": self.metric, "first_changed": self.first_changed,
                 "last_same": self.last_same, "answer": self.answer, "captures": len(self.steps),
                 "releases": list(self.releases.usable), "skipped": list(self.releases.skipped),
                 "python": self.releases.python, "note": self.releases.note,
@@ -144,15 +148,17 @@ def max_captures(n: int) -> int:
 
 
 def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor, bundle: BundleOptions, *,
-           on_step: Callable[[Step], None] | None = None, run=None, tmp_root: Path | None = None) -> Bisection:
-    """Find the first release in `releases.usable` whose status/verdict for `case` differs from the
-    first release's. Writes the two boundary bundles under bundle.out_dir (one when nothing
+           on_step: Callable[[Step], None] | None = None, run=None, tmp_root: Path | None = None,
+           metric: Metric | None = None) -> Bisection:
+    """Find the first release in `releases.usable` whose `metric` for `case` (default: its status
+    and verdict) differs from the first release's, beyond the metric's threshold. Writes the two boundary bundles under bundle.out_dir (one when nothing
     changed); the other captures are packed in a scratch folder under tmp_root (default: the
     system temp folder) and dropped."""
     from reprokit import locks
     from reprokit.runs import run_stacks
 
     run = run or run_stacks
+    metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
     options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
     versions = list(releases.usable)
@@ -171,10 +177,10 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         if not o.ok:
             raise _outcome_error(o)
         c = next(c for c in o.results["cases"] if c["id"] == case)
-        key = (c["status"], c["verdict"])
+        key = metric.value(c, _ir_reader(o.bundle, case) if metric.needs_ir else None)
         seen[v] = (key, o.bundle)
-        first = seen[versions[0]][0] if versions[0] in seen and i != 0 else None
-        step = Step(len(steps) + 1, v, stack.name, *key, None if i == 0 else key == first)
+        same = None if i == 0 else metric.same(seen[versions[0]][0], key)
+        step = Step(len(steps) + 1, v, stack.name, c["status"], c["verdict"], same, key)
         steps.append(step)
         if on_step:
             on_step(step)
@@ -183,26 +189,36 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     try:
         first = probe(0)
         lo, hi = 0, len(versions) - 1
-        if hi == 0 or probe(hi) == first:
-            outcome = "/".join(first)
+        within = f" within {metric.threshold:g}" if metric.threshold else ""
+        if hi == 0 or metric.same(first, probe(hi)):
             span = versions[0] if hi == 0 else f"{versions[0]} to {versions[-1]}"
-            answer = (f"{case} on {profile.key}: {outcome} on every release tested, {span} "
+            answer = (f"{case} on {profile.key}: {metric.text(first)}{within} on every release tested, {span} "
                       f"({len(steps)} captures; a change and its undoing inside the range would not show)")
             keep = [versions[0]] + ([versions[-1]] if hi else [])
             return Bisection(case, profile.key, releases, tuple(steps), None, None,
-                             _keep(seen, keep, out), answer)
+                             _keep(seen, keep, out), answer, metric.label)
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if probe(mid) == first:
+            if metric.same(first, probe(mid)):
                 lo = mid
             else:
                 hi = mid
         a, b = versions[lo], versions[hi]
-        answer = (f"{case} on {profile.key}: first changed in Triton {b} ({'/'.join(seen[b][0])}); "
-                  f"{a} gives {'/'.join(seen[a][0])} ({len(steps)} captures over {len(versions)} releases)")
-        return Bisection(case, profile.key, releases, tuple(steps), b, a, _keep(seen, [a, b], out), answer)
+        answer = (f"{case} on {profile.key}: first changed in Triton {b} ({metric.text(seen[b][0])}); "
+                  f"{a} gives {metric.text(seen[a][0])}{within} ({len(steps)} captures over {len(versions)} releases)")
+        return Bisection(case, profile.key, releases, tuple(steps), b, a, _keep(seen, [a, b], out), answer,
+                         metric.label)
     finally:
         scratch_temp.discard()
+
+
+def _ir_reader(path, case: str):
+    """read_ir(level) over one captured bundle: the case's normalised IR at that level."""
+    from reprokit.bundle.reader import open_bundle
+    from reprokit.compare.sources import ResultSet
+
+    rs = ResultSet.from_bundle(open_bundle(Path(path)))
+    return lambda level: rs.normalised(case, level)
 
 
 def _outcome_error(outcome) -> ReprokitError:

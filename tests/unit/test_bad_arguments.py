@@ -76,6 +76,8 @@ RULES: dict[str, Rule] = {
     "positive_int": Rule("1", (*_NUMBERS, ("zero", "0"), ("fraction", "1.5"))),
     "natural": Rule("0", (*_NUMBERS, ("fraction", "1.5"))),
     "positive_seconds": Rule("10", (*_NUMBERS, ("zero", "0"), ("inf", "inf"))),
+    "non_negative_number": Rule("0", ((_EMPTY, ("negative", "-1"), ("nan", "nan"), ("word", "many"), ("inf", "inf")))),
+    "metric_spec": Rule("regs", (_EMPTY, ("unknown", "speed"), ("bad-level", "tma:cubin"), ("no-level", "op:mma"))),
     "byte_size": Rule("1G", (*_NUMBERS, ("zero", "0"))),
     "clock_mhz": Rule("max", (*_NUMBERS, ("zero", "0"))),
     "command_word": Rule("true", (_EMPTY,)),

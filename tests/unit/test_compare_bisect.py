@@ -91,3 +91,47 @@ def test_no_change_in_the_range_says_so(tmp_path):
     r = bisect("x.p0", load_config().gpu("h100"), Releases(("3.0.0", "3.1.0", "3.2.0"), (), "3.11"), load_config(),
                None, BundleOptions(out_dir=tmp_path / "o"), run=run)
     assert r.first_changed is None and len(r.steps) == 2 and "ok/tma on every release tested" in r.answer
+
+
+def test_metrics_read_what_a_compile_shows():
+    from reprokit.compare.metric import parse_metric
+    from reprokit.errors import UsageError
+
+    rec = {"status": "ok", "verdict": "tma", "tma": {"ptx": 2, "sass": 3},
+           "metadata": {"registers": 127, "shared_bytes": 1024, "spill_stores": 2, "spill_loads": 1}}
+    assert parse_metric("verdict").value(rec) == ("ok", "tma")
+    assert parse_metric("regs").value(rec) == 127 and parse_metric("smem").value(rec) == 1024
+    assert parse_metric("spills").value(rec) == 3 and parse_metric("tma:sass").value(rec) == 3
+    ir = "cp.async.bulk.wait_group 0;\ncp.async.bulk.wait_group 0;\n"
+    op = parse_metric("op:cp.async.bulk.wait_group@ptx")
+    assert (op.level, op.op) == ("ptx", "cp.async.bulk.wait_group") and op.value(rec, lambda lv: ir) == 2
+    assert parse_metric("regs").value({"status": "compile_error", "verdict": "rejected"}) is None
+    m = parse_metric("regs", 8)
+    assert m.same(127, 120) and not m.same(127, 94) and not m.same(127, None)
+    for bad, words in (("speed", "expected verdict"), ("tma:cubin", "unknown IR level"), ("op:mma", "expected")):
+        with pytest.raises(UsageError, match=words):
+            parse_metric(bad)
+    with pytest.raises(UsageError, match="numeric"):
+        parse_metric("verdict", 1)
+
+
+@pytest.mark.parametrize("threshold,first_changed", [(None, "3.5.0"), (10, "3.6.0")])
+def test_bisect_on_registers_finds_the_release_where_they_moved(tmp_path, threshold, first_changed):
+    from reprokit.compare.metric import parse_metric
+
+    regs = {"3.4.0": 127, "3.5.0": 120, "3.6.0": 94, "3.7.1": 94, "3.8.0": 94}
+    versions = tuple(regs)
+
+    def run(stacks, executor, options, bundle, progress=None):
+        (stack,) = stacks
+        out = Path(bundle.out_dir)
+        out.mkdir(parents=True)
+        (out / f"{stack.name}.tgz").write_bytes(stack.triton.encode())
+        case = {"id": "m.p0", "status": "ok", "verdict": "tma", "metadata": {"registers": regs[stack.triton]}}
+        return [StackOutcome(stack.name, out / f"{stack.name}.tgz", {"cases": [case]}, None)]
+
+    r = bisect("m.p0", load_config().gpu("h100"), Releases(versions, (), "3.11"), load_config(), None,
+               BundleOptions(out_dir=tmp_path / "out"), run=run, metric=parse_metric("regs", threshold))
+    assert r.first_changed == first_changed and r.metric == "regs"
+    assert r.answer.startswith(f"m.p0 on h100: first changed in Triton {first_changed} (regs {regs[first_changed]})")
+    assert [s.value for s in r.steps][:2] == [127, 94]
