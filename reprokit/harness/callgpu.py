@@ -112,7 +112,8 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
         digests.append({name: digest(torch, t) for name, t in tensors.items()})
     changed = [n for n in tensors if digest(torch, initial[n]) != digests[0][n]]
     rec = {"seed": seed, "outputs": {n: summary(torch, tensors[n]) for n in changed},
-           "determinism": {"runs": runs, "deterministic": all(d == digests[0] for d in digests)}}
+           "determinism": {"runs": runs, "distinct": len({tuple(sorted(d.items())) for d in digests}),
+                           "deterministic": all(d == digests[0] for d in digests)}}
     return b, launch, rec
 
 
@@ -147,7 +148,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
             out["jit_cubin"] = {"sha256_less_debug_line": jit, "same_as_compiled": jit == aot_cubin_digest}
         res = bench.compare({"kernel": launch}, nvml.index_for_cuda_device(0))
         res.pop("raw", None)
-        out["bench"] = [{"size": {"call": case["id"]}, **res}]
+        out["bench"] = [{"size": {"elements": sum(t.numel() for t in _tensors(b.kwargs).values())}, **res}]
         del b
         torch.cuda.empty_cache()
     return out

@@ -65,6 +65,11 @@ def test_a_call_loads_keys_and_launches_under_the_interpreter(interp_python, tmp
     assert got["add_exact"], got["add"]
     assert list(got["add"]["outputs"]) == ["out_ptr"]  # the inputs were not written
     assert got["add"]["determinism"]["deterministic"] is True
+    # what a GPU run records for the case holds to the results schema's `gpu`
+    import jsonschema
+
+    schema = json.loads((ROOT / "schemas" / "results.schema.json").read_text())
+    jsonschema.validate({"status": "ok", "device": "cpu", **got["add"]}, {"$ref": "#/$defs/gpu", "$defs": schema["$defs"]})
 
 
 def test_the_interpreters_key_is_the_jits(interp_python, tmp_path):  # noqa: F811
