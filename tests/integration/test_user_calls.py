@@ -306,3 +306,28 @@ def test_bad_calls_each_get_a_clear_result_and_the_rest_still_compile(config, ve
     assert got["bad.no-such-kernel"]["status"] == "harness_error" and "nope" in got["bad.no-such-kernel"]["error"]
     assert got["good"]["status"] == "ok" and got["good"]["met"] is False  # 8200 B of shared memory > 100
     assert "smem " in got["good"]["reason"] and "expected smem<=100" in got["good"]["reason"]
+
+
+def test_suite_cases_beside_declared_calls_are_judged_as_without_them(config, venv_executor, stack_ready, tmp_path):
+    """One plan, the suite's cases and a user's: the stand-in torch and driver the calls need
+    leave the suite's compiles and verdicts as they are."""
+    st = stack_ready("triton-3.6-cu130")
+    suite = build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0,tensor_descriptor.p0,host_descriptor.p0")
+    plan = {**suite, "cases": suite["cases"] + [dict(CASES[3])]}
+    kernels = _merge_kernels(tmp_path / "kernels")
+    cap = capture(st, venv_executor, tmp_path / "mixed", opts(config.gpu("h100"), workers=2, plan=plan, kernels=kernels))
+    got = by_id(cap)
+    assert got["block_ptr.p0"]["verdict"] == "no-tma" and got["block_ptr.p0"]["met"] is False
+    for cid in ("tensor_descriptor.p0", "host_descriptor.p0"):
+        assert got[cid]["verdict"] == "tma" and got[cid]["met"] is True, got[cid]["reason"]
+    assert got["add.devdesc"]["status"] == "ok" and got["add.devdesc"]["verdict"] == "tma"
+
+
+def _merge_kernels(dest: Path) -> Path:
+    """The suite's kernels folder and the user's files in one folder, as a project's bundle has them."""
+    import shutil
+
+    shutil.copytree(ROOT / "kernels", dest)
+    for f in KERNELS.glob("*.py"):
+        shutil.copyfile(f, dest / f.name)
+    return dest
