@@ -70,15 +70,23 @@ _TWINS: dict = {}
 
 
 def _jit_twin(interpreted):
+    """The JITFunction twin of an InterpretedFunction, or of the plain Python function that 3.0's
+    interpreter hands its GridExecutor (cached: one twin per function)."""
     from triton.runtime.jit import JITFunction
 
-    twin = _TWINS.get(id(interpreted))
+    fn = interpreted if inspect.isfunction(interpreted) else interpreted.fn
+    twin = _TWINS.get(id(fn))
     if twin is None:
         kw = dict(getattr(interpreted, "kwargs", {}) or {})
         params = inspect.signature(JITFunction.__init__).parameters
-        twin = JITFunction(interpreted.fn, **{k: v for k, v in kw.items() if k in params})
-        _TWINS[id(interpreted)] = twin
+        twin = JITFunction(fn, **{k: v for k, v in kw.items() if k in params})
+        _TWINS[id(fn)] = twin
     return twin
+
+
+def jit_twin(fn):
+    """The JITFunction twin of a plain @jit-decorated Python function (see _jit_twin)."""
+    return _jit_twin(fn)
 
 
 _BACKENDS: dict = {}

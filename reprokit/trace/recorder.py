@@ -55,10 +55,18 @@ def install() -> None:
 
         from reprokit.trace import standin
 
-        _wrap_run(interpreter.InterpretedFunction)
+        if "run" in vars(interpreter.InterpretedFunction):  # 3.1+: a method, as on JITFunction
+            _wrap_run(interpreter.InterpretedFunction)
+        else:  # 3.0: `run` is set per instance and `kernel[grid]` skips it: every launch is a GridExecutor call
+            _wrap_grid_executor(interpreter.GridExecutor)
         _STATE["standin"] = standin.install(profile)
     from triton.runtime import autotuner
 
+    if interpret and callable(getattr(autotuner, "do_bench", None)):
+        # 3.0-3.2 time configs with the module's own do_bench (triton.testing's, CUDA events).
+        from reprokit.trace.standin import OrdinalBench
+
+        autotuner.do_bench = OrdinalBench()
     _wrap_autotuner(autotuner.Autotuner)
 
 
@@ -109,6 +117,35 @@ def _wrap_run(cls) -> None:
 
     run._reprokit_wrapped = True
     cls.run = run
+
+
+def _wrap_grid_executor(cls) -> None:
+    """3.0's interpreter: GridExecutor(fn, arg_names, grid)(*args, **kwargs) is every launch."""
+    original = cls.__call__
+    if getattr(original, "_reprokit_wrapped", False):
+        return
+
+    def call(self, *args, **kwargs):
+        from reprokit.harness import speckey
+
+        entry = None
+        try:
+            entry = _see(speckey.jit_twin(self.fn), args, kwargs, self.grid)
+        except Exception as e:  # noqa: BLE001 - as in _wrap_run: the program runs on, the miss is recorded
+            _event({"type": "miss", "kernel": getattr(self.fn, "__name__", "?"), "error": f"{type(e).__name__}: {e}"[:500]})
+        if entry is not None and entry.get("save"):
+            _save_tensors(entry, args, kwargs, "inputs")
+        result = original(self, *args, **kwargs)
+        if entry is not None:
+            if entry.get("save"):
+                _save_tensors(entry, args, kwargs, "outputs")
+            if not entry.get("launched"):
+                entry["launched"] = True
+                _event({"type": "launched", "n": entry["n"]})
+        return result
+
+    call._reprokit_wrapped = True
+    cls.__call__ = call
 
 
 def _name(kernel) -> str:

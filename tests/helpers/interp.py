@@ -1,6 +1,6 @@
-"""The venv that runs programs under Triton's interpreter: triton 3.6.0, the CPU torch 2.13.0
-and numpy (the interpreter's), built once under $REPROKIT_CACHE by the venv executor's cached,
-atomic build. `reprokit trace`'s tests and `make bench-trace` use it."""
+"""The venvs that run programs under Triton's interpreter: a Triton (3.6.0 unless asked), the CPU
+torch 2.13.0 and numpy (the interpreter's), each built once under $REPROKIT_CACHE by the venv
+executor's cached, atomic build. `reprokit trace`'s tests and `make bench-trace` use them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ from reprokit.config import Stack
 from reprokit.executors.venv import VenvExecutor
 from reprokit.options import HostEnv
 
-INTERP_STACK = Stack(name="trace-interp", triton="3.6.0", torch="2.13.0", python=None)
+TORCH = "2.13.0"  # a CPU build on this disk; the CPU wheel does not pin a Triton
+
+
+def interp_stack(triton: str = "3.6.0") -> Stack:
+    return Stack(name="trace-interp" if triton == "3.6.0" else f"trace-interp-{triton}", triton=triton, torch=TORCH)
 
 
 class InterpreterVenv(VenvExecutor):
@@ -21,8 +25,8 @@ class InterpreterVenv(VenvExecutor):
         return {**spec, "requirements": [*spec["requirements"], "numpy"]}
 
 
-def interpreter_python(host: HostEnv) -> Path:
+def interpreter_python(host: HostEnv, triton: str = "3.6.0") -> Path:
     """The venv's python, built first if need be (ExecutorError when it cannot be)."""
-    venv = InterpreterVenv(host=host, with_torch=True)
-    venv.prepare(INTERP_STACK)
-    return venv.venv_dir(INTERP_STACK) / "bin" / "python"
+    venv, stack = InterpreterVenv(host=host, with_torch=True), interp_stack(triton)
+    venv.prepare(stack)
+    return venv.venv_dir(stack) / "bin" / "python"

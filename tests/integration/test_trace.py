@@ -36,6 +36,15 @@ def interp_python() -> str:
         skip_or_fail_triton(str(e))
 
 
+@pytest.fixture(scope="session")
+def interp_python_30() -> str:
+    """Triton 3.0.0 under the interpreter, with the same CPU torch."""
+    try:
+        return str(interpreter_python(host(), "3.0.0"))
+    except ExecutorError as e:
+        skip_or_fail_triton(str(e))
+
+
 def trace(tmp_path: Path, python: str, program: str, *extra: str) -> tuple[int, dict, Path]:
     """Run `reprokit trace --json` on a program of tests/data/trace; (exit code, JSON, unpacked bundle)."""
     out = tmp_path / "bundles"
@@ -172,3 +181,22 @@ def test_a_program_that_fails_midway_gives_a_bundle_of_what_it_launched(tmp_path
     assert tj["tensor_files"] == ["trace/tensors/0001.inputs.pt", "trace/tensors/0001.outputs.pt"]
     for f in tj["tensor_files"]:
         assert (root / f).stat().st_size > 0
+
+
+@pytest.mark.parametrize("release", ["3.0.0", "3.6.0"])
+def test_the_oldest_and_a_newer_release_trace_alike(release, tmp_path, request):
+    """3.0 launches through GridExecutor and times configs with a module-level do_bench; 3.6
+    through InterpretedFunction.run and the driver's benchmarker: the records must not differ."""
+    python = request.getfixturevalue("interp_python_30" if release == "3.0.0" else "interp_python")
+    code, doc, root = trace(tmp_path, python, "classic.py")
+    assert code == 0, doc
+    plan = plan_cases(root)
+    assert sorted(plan) == ["double.1", "double.2", "inc.1", "inc.2"]
+    # n = 32 and 96: one specialisation, n divisible by 16; n = 90: the second.
+    assert plan["double.1"]["divisible_by_16"] == ["x_ptr", "n"] and plan["double.1"]["trace"]["launches"] == 2
+    assert plan["double.2"]["divisible_by_16"] == ["x_ptr"] and plan["double.2"]["call"]["args"]["n"] == 90
+    assert [plan[f"inc.{i}"]["constexprs"]["BLOCK"] for i in (1, 2)] == [32, 64]
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["triton"] == release and tj["interpreter"] is True
+    assert tj["autotune"][0]["chosen"]["kwargs"] == {"BLOCK": 32}
+    assert all(r["status"] == "ok" for r in result_cases(root).values())
