@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -135,3 +137,101 @@ def test_a_verb_that_needs_a_missing_extra_says_which_in_one_line(installed, tmp
     assert f"install reprokit with its {extra!r} extra: pip install '<reprokit wheel or checkout>[{extra}]'" in line
     assert "pip install reprokit " not in line and "pip install reprokit[" not in line
     assert list(tmp_path.iterdir()) == []   # nothing written
+
+
+# --- a user's project from the installed wheel (issue 19's first "done when") ---------------------
+
+USERCASES = ROOT / "tests" / "data" / "usercases"
+# Two kernel files written the way public Triton kernels are (tests/data/usercases): autotune,
+# heuristics, a None constexpr, a helper @jit, torch imported at module level; host and device
+# tensor descriptors, and block pointers.
+CASES = '''
+[[case]]
+id = "softmax.even"
+kernel = "kernels/block_ptr_softmax.py:scaled_softmax"
+grid = [256]
+num_warps = 4
+[case.args]
+x_ptr = { tensor = [4096, 1024], dtype = "float16" }
+out_ptr = { tensor = [4096, 1024], dtype = "float16" }
+M = 4096
+N = 1024
+stride_xm = 1024
+stride_om = 1024
+scale = 0.5
+BLOCK_M = 16
+BLOCK_N = 1024
+SCALE2 = 1.0
+USE_EXP2 = true
+ACT = "relu"
+OUT_DTYPE = { dtype = "float16" }
+MASK = { none = true }
+
+[[case]]
+id = "matmul.persistent"
+kernel = "kernels/persistent_matmul.py:matmul_tma_persistent"
+grid = [132]
+configs = [0, 2]
+expect = "sass:UTMALDG"
+[case.args]
+a_desc = { descriptor = { tensor = [4096, 4096], dtype = "float16" }, block = [1, 1] }
+b_desc = { descriptor = { tensor = [4096, 4096], dtype = "float16" }, block = [1, 1] }
+c_desc = { descriptor = { tensor = [4096, 4096], dtype = "float16" }, block = [1, 1] }
+bias_ptr = { none = true }
+M = 4096
+N = 4096
+K = 4096
+NUM_SMS = 132
+
+[[case]]
+id = "add.devdesc"
+kernel = "kernels/persistent_matmul.py:add_device_descriptor"
+grid = [16, 16]
+expect = "tma"
+[case.args]
+x_ptr = { tensor = [1024, 1024], dtype = "float16" }
+y_ptr = { tensor = [1024, 1024], dtype = "float16" }
+out_ptr = { tensor = [1024, 1024], dtype = "float16" }
+M = 1024
+N = 1024
+BLOCK_M = 64
+BLOCK_N = 64
+'''
+
+
+@pytest.mark.triton
+def test_a_users_project_from_the_wheel_runs_replays_diffs_and_reports(installed, tmp_path, stack_ready):
+    for s in ("triton-3.6-cu130", "triton-3.5-cu130", "triton-3.4-cu129"):
+        stack_ready(s)   # the shared venv cache, so that the wheel's runs build nothing
+    proj = tmp_path / "proj"
+    p = cli(installed, "init", proj, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for f in ("block_ptr_softmax.py", "persistent_matmul.py"):
+        shutil.copyfile(USERCASES / f, proj / "kernels" / f)
+    with open(proj / "reprokit.toml", "a") as f:
+        f.write(CASES)
+    c = cli(installed, "check", cwd=proj)
+    assert c.returncode == 0 and "3 case(s), no problem" in c.stderr, c.stdout + c.stderr
+    r = cli(installed, "run", "--gpu", "h100", "--stacks", "triton-3.6-cu130,triton-3.5-cu130", "--executor", "venv",
+            "--mode", "compile-only", "--workers", "2", "--out", "b", "--json", cwd=proj)
+    assert r.returncode == 0, r.stderr[-3000:]
+    bundles = {s["stack"]: proj / s["bundle"] for s in json.loads(r.stdout)["stacks"]}
+    for stack, bundle in bundles.items():
+        shown = json.loads(cli(installed, "show", bundle, "--json", cwd=proj).stdout)
+        statuses = {c["id"]: c["status"] for c in shown["cases"]}
+        # the autotuned case is one case per chosen config
+        assert sorted(statuses) == ["add.devdesc", "matmul.persistent.cfg0", "matmul.persistent.cfg2",
+                                    "softmax.even"], (stack, statuses)
+        assert set(statuses.values()) == {"ok"}, (stack, statuses)
+        with tarfile.open(bundle) as tar:
+            kernels = sorted(m.name.split("/kernels/", 1)[1] for m in tar.getmembers()
+                             if "/kernels/" in m.name and m.isfile())
+        assert kernels == ["block_ptr_softmax.py", "persistent_matmul.py"]
+    rp = cli(installed, "replay", bundles["triton-3.6-cu130"], "--stacks", "triton-3.4-cu129", "--executor", "venv",
+             "--workers", "2", "--out", "r", "--json", cwd=proj)
+    moved = json.loads(rp.stdout)["grid"]["moved"] if rp.stdout.strip() else None
+    assert rp.returncode == (1 if moved else 0), rp.stderr[-3000:]   # docs/compare.md: 1 when a cell moved
+    d = cli(installed, "diff", bundles["triton-3.5-cu130"], bundles["triton-3.6-cu130"], "--json", cwd=proj)
+    assert d.returncode == (1 if json.loads(d.stdout)["moved"] else 0), d.stderr
+    rep = cli(installed, "report", *bundles.values(), "--out", "report.md", cwd=proj)
+    assert rep.returncode == 0 and "scaled_softmax" in (proj / "report.md").read_text(), rep.stderr
