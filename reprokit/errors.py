@@ -116,7 +116,7 @@ class FileSystemError(ReprokitError):
     exit_code = 5
 
     @classmethod
-    def of(cls, path, e: OSError, doing: str = "") -> "FileSystemError":
+    def of(cls, path, e: OSError, doing: str = "") -> FileSystemError:
         where = getattr(e, "filename", None) or path
         return cls(f"{where}: {doing + ': ' if doing else ''}{e.strerror or e}")
 

@@ -287,7 +287,7 @@ def _check_case(project, i, case, lines, rep, entries, defs, seen) -> None:
             bad(key, f"{key} must be a string")
     if "timeout_s" in case and not _positive_number(case["timeout_s"]):
         bad("timeout_s", f"timeout_s must be a number of seconds above 0, not {case['timeout_s']!r}")
-    if ok:
+    if ok and file is not None:
         rep.cases.append({
             "id": cid, "file": _bundle_name(entries, file), "function": function, "source": ref,
             "call": {"args": norm_args, "grid": list(grid), "options": options},
@@ -338,19 +338,19 @@ def normalise_value(v, depth: int = 0):
         if why:
             return None, f"its tensor: {why}"
         block = v.get("block")
-        if not _ints(block, 1) or len(block) != len(t["tensor"]):
+        if not isinstance(block, list) or not _ints(block, 1) or len(block) != len(t["tensor"]):
             return None, f"block {block!r} must be {len(t['tensor'])} whole numbers of 1 or more, one per dimension"
-        out = {"descriptor": t, "block": list(block)}
+        desc: dict = {"descriptor": t, "block": list(block)}
         for key in ("shape", "strides"):
             if key in v:
                 if not _ints(v[key], 0) or len(v[key]) != len(t["tensor"]):
                     return None, f"{key} {v[key]!r} must be {len(t['tensor'])} whole numbers, one per dimension"
-                out[key] = list(v[key])
+                desc[key] = list(v[key])
         if "padding" in v:
             if v["padding"] not in ("zero", "nan"):
                 return None, f"padding {v['padding']!r} must be \"zero\" or \"nan\""
-            out["padding"] = v["padding"]
-        return out, None
+            desc["padding"] = v["padding"]
+        return desc, None
     return None, ("a table argument is { tensor = [...], dtype = ... }, { descriptor = {...}, block = [...] }, "
                   "{ dtype = ... } or { none = true }, not " + "{ " + ", ".join(sorted(keys)) + " }")
 
@@ -396,7 +396,7 @@ def read_kernel(path: Path, name: str):
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as e:
         return (str(path), e.lineno or 1, f"the kernel file does not parse: {e.msg}")
-    top = {}
+    top: dict[str, ast.stmt] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             top[node.name] = node
@@ -406,21 +406,21 @@ def read_kernel(path: Path, name: str):
                     top[t.id] = node
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             top[node.target.id] = node
-    node = top.get(name)
-    if node is None:
+    found = top.get(name)
+    if found is None:
         return None
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return _from_def(node, node.decorator_list, top)
+    if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _from_def(found, found.decorator_list, top)
     # `kernel = triton.autotune(...)(triton.jit(fn))` and the like: follow the innermost name
-    value = node.value
+    value = getattr(found, "value", None)
     wrappers = []
     while isinstance(value, ast.Call) and value.args:
         wrappers.append(value.func)
         value = value.args[0]
     inner = top.get(value.id) if isinstance(value, ast.Name) else None
     if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and wrappers:
-        return _from_def(inner, wrappers + list(inner.decorator_list), top, line=node.lineno)
-    return KernelDef(line=node.lineno, exact=False)
+        return _from_def(inner, wrappers + list(inner.decorator_list), top, line=found.lineno)
+    return KernelDef(line=found.lineno, exact=False)
 
 
 def _from_def(fn, decorators, top, line: int | None = None) -> KernelDef:
@@ -430,7 +430,9 @@ def _from_def(fn, decorators, top, line: int | None = None) -> KernelDef:
     with_default = {p.arg for p in positional[len(positional) - len(a.defaults):]} if a.defaults else set()
     with_default |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
     exact = a.vararg is None and a.kwarg is None
-    autotuned, tuned, count, heur = False, frozenset(), None, set()
+    autotuned, count = False, None
+    tuned: frozenset | None = frozenset()
+    heur: set = set()
     for d in decorators:
         call = d if isinstance(d, ast.Call) else None
         which = _dotted(call.func if call else d)
@@ -470,5 +472,5 @@ def _autotune_configs(call: ast.Call, top: dict):
         kw = cfg.args[0] if cfg.args else next((k.value for k in cfg.keywords if k.arg == "kwargs"), None)
         if not isinstance(kw, ast.Dict) or not all(isinstance(k, ast.Constant) for k in kw.keys):
             return None, len(node.elts)
-        keys |= {k.value for k in kw.keys}
+        keys |= {k.value for k in kw.keys if isinstance(k, ast.Constant)}
     return frozenset(keys), len(node.elts)

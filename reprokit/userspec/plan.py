@@ -8,10 +8,10 @@ so nothing compiles from a half-valid file.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 from reprokit import locks
 from reprokit.config import GpuProfile
