@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
     p.add_argument("spec", nargs="?", type=sweep_spec, help="TOML file or shipped sweep name")
     p.add_argument("--stacks", type=stack_list, default=None, help="only these stacks (comma-separated; default: the spec's)")
     p.add_argument("--gpus", type=gpu_list, default=None, help="only these GPU profiles (comma-separated; default: the spec's)")
-    p.add_argument("--executor", choices=EXECUTORS, default="venv", help="where stacks run (default venv)")
+    p.add_argument("--executor", choices=[e for e in EXECUTORS if e != "local"], default="venv", help="where stacks run (default venv; sweeps run on pinned stacks, never locally)")
     p.add_argument("--workers", type=positive_int, default=2, help="points compiled at once (default 2)")
     p.add_argument("--reduced", action="store_true", help="the spec's reduced grid (what CI runs)")
     p.add_argument("--shard", type=shard, default=None, metavar="I/N", help="run only shard I of N (points dealt round-robin)")
@@ -81,13 +81,12 @@ def run(args) -> int:
 
     spec = load_spec(args.spec)
     cfg = load_config()
-    split = (lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s else ())
+    # Names checked at the door (argtypes); 'all' is every stack the spec names, as no --stacks is.
+    split = (lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s and s != "all" else ())
     opts = SweepOptions(work=args.work, workers=args.workers, gpus=split(args.gpus), stacks=split(args.stacks),
                         reduced=args.reduced, shard=parse_shard(args.shard), sass=args.sass)
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     chosen = targets(spec, cfg, opts)
-    if args.executor == "local":
-        raise UsageError("sweeps run on pinned stacks: use --executor venv or docker")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
                    disable=args.json or not console().is_terminal)

@@ -75,7 +75,7 @@ GOLDEN = sorted((ROOT / "bundles" / "golden").glob("*/*.tgz"))[0]
     (["capture", "--gpu", "h100", "--executor", "local", "--stack", "triton-3.6-cu130", "--out", "{tmp}/c"],
      "--stack triton-3.6-cu130 needs venv or docker"),
     (["replay", str(GOLDEN), "--executor", "local", "--stacks", "triton-3.6-cu130"], "--stacks needs venv or docker"),
-    (["sweep", "tma-invariants", "--executor", "local"], "use --executor venv or docker"),
+    (["sweep", "tma-invariants", "--executor", "local"], "invalid choice: 'local'"),
     (["sweep", "tma-invariants", "--merge", str(GOLDEN)], "a SPEC would be ignored"),
     (["sweep", "--merge", str(GOLDEN), "--stacks", "triton-3.6-cu130", "--reduced"],
      "--stacks, --reduced would be ignored"),
