@@ -14,14 +14,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from reprokit.commands._common import console, say
+from reprokit.commands._common import add_project_arg, console, say
 from reprokit.commands.argtypes import case_id, gpu_profile, metric_spec, non_negative_number, out_dir, version_range
 from reprokit.compare.bisect import bisect, list_releases, max_captures, parse_range
 from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
-from reprokit.options import BundleOptions
+from reprokit.options import BundleOptions, GpuOptions, RunOptions
 from reprokit.suite import expand_cases, load_suite
+from reprokit.userspec.plan import checked, project_run
+from reprokit.userspec.project import for_run
 
 
 def add_parser(sub) -> None:
@@ -35,7 +37,8 @@ def add_parser(sub) -> None:
                     "line. Assumes one change inside the range, like git bisect.",
         epilog="example: reprokit bisect --case tensor_descriptor.p0 --versions 3.4.0..3.9.0 --gpu h100 --metric regs",
     )
-    p.add_argument("--case", required=True, type=case_id, help="a case id of the suite, e.g. tensor_descriptor.p0")
+    p.add_argument("--case", required=True, type=case_id,
+                   help="a case id of the suite (e.g. tensor_descriptor.p0), or of the project's reprokit.toml")
     p.add_argument("--versions", required=True, type=version_range, metavar="FIRST..LAST", help="inclusive range of Triton releases")
     p.add_argument("--gpu", required=True, type=gpu_profile, help="GPU profile from stacks.toml")
     p.add_argument("--executor", choices=("venv", "docker"), default="venv")
@@ -45,6 +48,7 @@ def add_parser(sub) -> None:
     p.add_argument("--threshold", type=non_negative_number, default=None, metavar="N",
                    help="a numeric metric counts as changed only when it moves by more than N (default 0)")
     p.add_argument("--json", action="store_true", help="print the bisection as JSON")
+    add_project_arg(p)
     p.set_defaults(func=run)
 
 
@@ -55,14 +59,21 @@ def run(args) -> int:
     profile = cfg.gpu(args.gpu)
     lo, hi = parse_range(args.versions)
     metric = parse_metric(args.metric, args.threshold)
-    known = [c["id"] for c in expand_cases(load_suite())]
+    # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
+    project = for_run(args.project)
+    if project is None:
+        known, where = [c["id"] for c in expand_cases(load_suite())], "the suite"
+    else:
+        known, where = [c["id"] for c in checked(project).cases], project.shown
     if args.case not in known:
-        raise UsageError(f"no case {args.case!r} in the suite; e.g. {', '.join(known[:4])}")
-    with make_executor(args.executor, args.host, report=(lambda msg: None) if args.json else say) as executor:
-        return _bisect(args, cfg, profile, lo, hi, executor, metric)
+        raise UsageError(f"no case {args.case!r} in {where}; e.g. {', '.join(known[:4])}")
+    options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=args.case)
+    with project_run(project, options, args.host.tmp) as options, \
+            make_executor(args.executor, args.host, report=(lambda msg: None) if args.json else say) as executor:
+        return _bisect(args, cfg, profile, lo, hi, executor, metric, options)
 
 
-def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric) -> int:
+def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, options) -> int:
     import os
     import sys
 
@@ -90,7 +101,7 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric) -> int:
                 bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): {seen}{rel}")
 
         result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
-                        on_step=on_step, tmp_root=args.host.tmp, metric=metric)
+                        on_step=on_step, tmp_root=args.host.tmp, metric=metric, options=options)
         bar.update(task, total=len(result.steps), completed=len(result.steps))
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))

@@ -149,7 +149,7 @@ def max_captures(n: int) -> int:
 
 def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor, bundle: BundleOptions, *,
            on_step: Callable[[Step], None] | None = None, run=None, tmp_root: Path | None = None,
-           metric: Metric | None = None) -> Bisection:
+           metric: Metric | None = None, options: RunOptions | None = None) -> Bisection:
     """Find the first release in `releases.usable` whose `metric` for `case` (default: its status
     and verdict) differs from the first release's, beyond the metric's threshold. Writes the two boundary bundles under bundle.out_dir (one when nothing
     changed); the other captures are packed in a scratch folder under tmp_root (default: the
@@ -160,7 +160,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     run = run or run_stacks
     metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
-    options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
+    options = options or RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
     versions = list(releases.usable)
     # A folder sweep() knows: a bisect killed outright leaves nothing that the next run keeps.
     scratch_temp = locks.make_temp(tmp_root or HostEnv().tmp, "reprokit-bisect", "tmp", is_dir=True)
