@@ -205,21 +205,23 @@ def places():
 
 
 @pytest.fixture
-def tripwire(monkeypatch):
+def tripwire(monkeypatch, tripped_parser):
     """cli.main() with every verb's function replaced by one that fails the test."""
-    build = cli.build_parser
+    monkeypatch.setattr(cli, "build_parser", lambda: tripped_parser)
+    return cli.main
 
+
+@pytest.fixture(scope="module")
+def tripped_parser():
+    # One parser for every case (argparse keeps no state between parses): building it is most
+    # of a case's time.
     def reached(args):
         raise Reached(f"the verb ran with {vars(args)}")
 
-    def build_tripped():
-        parser = build()
-        for verb in clitree.walk(parser):
-            verb.parser.set_defaults(func=reached)
-        return parser
-
-    monkeypatch.setattr(cli, "build_parser", build_tripped)
-    return cli.main
+    parser = cli.build_parser()
+    for verb in clitree.walk(parser):
+        verb.parser.set_defaults(func=reached)
+    return parser
 
 
 class _Unwritable:
