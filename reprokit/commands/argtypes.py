@@ -66,8 +66,9 @@ def judged_file(text: str) -> Path:
 
 @_os_trouble
 def key_file(text: str) -> Path:
-    """A private key file that must exist; '~' is the user's home, as in ssh."""
-    return existing_file(str(Path(text).expanduser()) if text.strip() else text)
+    """A private key file that must exist; one under '~' (the user's home, as in ssh) is looked
+    for by the verb, which knows the home from the environment it was given."""
+    return _path(text) if text.startswith("~") else existing_file(text)
 
 
 @_os_trouble
@@ -325,12 +326,13 @@ def shard(text: str) -> str:
     return text.strip()
 
 
-_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+def is_sha256(text: str) -> bool:
+    return re.fullmatch(r"[0-9a-fA-F]{64}", text.strip()) is not None
 
 
 def sha256_or_file(text: str) -> str:
     """A sha256 (64 hex digits) or a file that exists (a bundle); what it holds is checked later."""
-    if _SHA256.match(text.strip()):
+    if is_sha256(text):
         return text.strip().lower()
     existing_file(text)
     return text

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from reprokit.bundle.reader import check
 from reprokit.bundle.writer import write_bundle
-from reprokit.commands.argtypes import existing_dir, out_dir, sha256_or_file
+from reprokit.commands.argtypes import existing_dir, is_sha256, out_dir, sha256_or_file
 from reprokit.errors import BundleUnusable, CaptureInvalid, UsageError
 from reprokit.options import BundleOptions, Origin
 
 # Where a capture can have run, for the manifest; `unknown` when the caller does not say.
 BUNDLE_EXECUTORS = ("docker", "venv", "local", "unknown")
-_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
 def add_parser(sub) -> None:
@@ -39,16 +37,11 @@ def add_parser(sub) -> None:
 
 
 def parent_sha256(value: str | None) -> str | None:
-    """A parent given as a sha256 or as the parent bundle's file."""
-    if value is None:
-        return None
-    if _SHA256.match(value):
-        return value.lower()
-    path = Path(value)
-    if not path.is_file():
-        raise UsageError(f"--parent {value!r} is neither a sha256 nor a bundle file")
+    """A parent given as a sha256 or as the parent bundle's file (sha256_or_file let it in)."""
+    if value is None or is_sha256(value):
+        return value
     try:
-        report = check(path)
+        report = check(Path(value))
     except BundleUnusable as e:
         raise UsageError(f"--parent {value}: not a bundle: {e}") from None
     if report.problems:
