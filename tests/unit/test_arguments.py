@@ -147,3 +147,28 @@ def test_bundle_refuses_an_out_folder_inside_the_capture(tmp_path, capsys):
         assert err.count("\n") == 1 and "inside the capture folder" in err
     assert sorted(p.relative_to(cap) for p in cap.rglob("*")) == before
     assert main(["bundle", str(cap), "--out", str(tmp_path / "elsewhere")]) == 0
+
+
+def test_the_reported_cases(tmp_path, capsys):
+    """Issue 17's arguments at the door, each one line and exit 2 with nothing written."""
+    import gzip
+
+    from reprokit.cli import main
+
+    text = tmp_path / "text.tgz"
+    text.write_bytes(gzip.compress(b"just some text"))
+    make_bundle(tmp_path / "g")
+    cap = tmp_path / "g" / "capture"
+    cases = [
+        (["bundle", str(text)], "text.tgz: is a file, not a folder"),
+        (["bundle", str(cap), "--executor", "bogus", "--out", str(tmp_path / "b")], "invalid choice: 'bogus'"),
+        (["run", "--gpu", "h100", "--stacks", "triton-3.6-cu130,triton-3.6-cu130", "--executor", "venv",
+          "--out", str(tmp_path / "b")], "names triton-3.6-cu130 twice"),
+        (["sweep", "tma-invariants", "--work", str(text)], "--work: " + str(text) + ": is a file, not a folder"),
+        (["sweep", "tma-invariants", "--work", str(text / "w")], "is a file, so no folder can be made there"),
+    ]
+    for args, message in cases:
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (args, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g", "text.tgz"]

@@ -103,7 +103,7 @@ RULES: dict[str, Rule] = {
     "sweep_spec": Rule("tma-invariants", (_EMPTY, ("unknown", "no-such-sweep"), ("missing", _p("missing")),
                                           ("folder", _p("folder")))),
 }
-CHOICES = ((_EMPTY, ("unknown", "bogus")))
+CHOICES = (_EMPTY, ("unknown", "bogus"))
 
 # Values the documentation declares valid although a rule above calls them bad: each must reach
 # the verb. (verb, option, label) -> where the documentation says so.
