@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
-from reprokit.errors import FileSystemError, UsageError
+from reprokit.errors import FileSystemError, OutputExists, UsageError
 
 NAMESPACE = "reprokit-bundle"
 
@@ -91,6 +91,23 @@ def _why(r: subprocess.CompletedProcess) -> str:
 _GOOD = re.compile(r'^Good "[^"]*" signature with (\S+) key (SHA256:[A-Za-z0-9+/=]+)\s*$', re.MULTILINE)
 
 
+_ARMOUR = b"-----BEGIN SSH SIGNATURE-----"
+
+
+def _check_replaceable(final: Path) -> None:
+    """A .sig already there is replaced only when it is an SSH signature (an earlier signing);
+    any other file under that name is the user's: refused, left as it is."""
+    if not (final.exists() or final.is_symlink()):
+        return
+    try:
+        with open(final, "rb") as f:
+            ours = not final.is_symlink() and final.is_file() and f.read(len(_ARMOUR)) == _ARMOUR
+    except OSError:
+        ours = False
+    if not ours:
+        raise OutputExists(f"{final} exists and is not an SSH signature; it was left as it is (move it away to sign)")
+
+
 def sign(bundle: Path, key: Path) -> Path:
     """Write `<bundle>.sig`, signed with the SSH private key at `key`; return its path.
 
@@ -103,8 +120,9 @@ def sign(bundle: Path, key: Path) -> Path:
         raise UsageError(f"--key {key}: no such key file")
     final = sig_path(bundle)
     with locks.hold(final, "signature"), locks.temp(final.parent, f".{final.name}", "partial", is_dir=False) as tmp:
+        _check_replaceable(final)  # under the lock: nobody else writes it meanwhile
         r = _run([tool, "-Y", "sign", "-q", "-f", str(key), "-n", NAMESPACE], bundle)
-        if r.returncode != 0 or not r.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
+        if r.returncode != 0 or not r.stdout.startswith(_ARMOUR):
             raise UsageError(f"ssh-keygen could not sign with {key}: {_why(r)}")
         try:
             tmp.path.write_bytes(r.stdout)

@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shutil
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from reprokit import locks
 from reprokit.commands import argtypes
 from reprokit.commands._common import say
 from reprokit.config import Stack, load_config
@@ -64,7 +63,11 @@ def run(args) -> int:
         raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
     options = program.TraceOptions(tuple(argv), profile.to_dict(), interpret, args.tensors,
                                    stdout_to_stderr=args.json)
-    scratch = Path(tempfile.mkdtemp(prefix=".trace-", dir=out))
+    # A locked temporary folder of ours in --out (the records and the capture): removed however
+    # the trace ends, and swept by the next writer there after a SIGKILL.
+    locks.sweep(out)
+    tmp = locks.make_temp(out, ".trace", "run", is_dir=True)
+    scratch = tmp.path
     try:
         say(f"trace: running {' '.join(argv)}" + (" under the interpreter (no GPU)" if interpret else ""))
         ran = program.run(options, scratch / "records", args.host.child_environ())
@@ -78,7 +81,7 @@ def run(args) -> int:
         bundle, results = _capture(args, ran, profile, gpu, scratch, argv, interpret)
         capture_s = time.perf_counter() - t0
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        tmp.discard()
     return _report(args, ran, bundle, results, capture_s)
 
 
@@ -106,14 +109,14 @@ def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool
     (kernels / "suite.toml").write_text("# A traced program's kernels: plan.json holds its cases.\n"
                                         '[suite]\nname = "trace"\n')
     executor = LocalExecutor(python=start["python"], host=args.host)
-    options = RunOptions(replace(gpu, mode="compile-only"), workers=args.workers, plan=plan, kernels=kernels,
-                         force=True)
-    # Captured beside the bundle (as `run` does), so a failed harness run's logs stay where the error says.
-    cap = capture(stack, executor, Path(args.out) / f"{stack.name}-{profile.key}", options)
+    options = RunOptions(replace(gpu, mode="compile-only"), workers=args.workers, plan=plan, kernels=kernels)
+    # Captured inside the trace's own temporary folder (as `run` does): a user's <out>/<stack>-<gpu>
+    # is never touched; a failed harness run's logs are kept as <out>/<stack>-<gpu>.failed.
+    name = f"{stack.name}-{profile.key}"
+    cap = capture(stack, executor, scratch / name, options, failed_as=Path(args.out) / name)
     trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
                             trace_plan.summary(ran, argv, interpret, args.tensors))
     bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions.from_host(args.host, args.out, share=args.share))
-    shutil.rmtree(cap.out_dir)
     if cap.harness_errors():
         from reprokit.capture import harness_error_message
 
