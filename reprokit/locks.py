@@ -165,18 +165,19 @@ def _regular(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
-def acquire(target: Path, what: str = "") -> Lock:
-    """The lock on `target`; OutputBusy (one line, exit 2) when another writer holds it."""
+def acquire(target: Path, what: str = "", shown: Path | None = None) -> Lock:
+    """The lock on `target`; OutputBusy (one line, exit 2) when another writer holds it. The
+    message names `shown` (default target): what the user chose, where the lock covers a folder."""
     lock = try_acquire(target, what)
     if lock is None:
-        raise OutputBusy(f"{target}: {_owner(lock_file(target))} is writing it now; "
+        raise OutputBusy(f"{shown or target}: {_owner(lock_file(target))} is writing it now; "
                          "wait for it to finish or choose another output")
     return lock
 
 
 @contextmanager
-def hold(target: Path, what: str = "") -> Iterator[Lock]:
-    lock = acquire(target, what)
+def hold(target: Path, what: str = "", shown: Path | None = None) -> Iterator[Lock]:
+    lock = acquire(target, what, shown)
     try:
         yield lock
     finally:

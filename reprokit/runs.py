@@ -59,7 +59,7 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
         raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
     locks.check_writable(out, "probe")  # before any suite runs, not after
     # Held for the whole run: a second run into this folder stops here, not after its work.
-    with locks.hold(out / RUN_LOCK, "a run"):
+    with locks.hold(out / RUN_LOCK, "a run", shown=out):
         locks.sweep(out)  # what killed runs left here
         for stack in stacks:
             if progress:

@@ -184,8 +184,9 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
                 raise OutputExists(f"{work} holds files reprokit did not make (no {locks.MARKER} of kind "
                                    f"{WORK!r}); it is left as it is: pass another --work")
             shutil.rmtree(work)
-        (work / "logs").mkdir(parents=True)
-        locks.mark(work, WORK)
+        work.mkdir(parents=True, exist_ok=True)
+        locks.mark(work, WORK)  # first: a start killed after this is known for ours and cleared
+        (work / "logs").mkdir()
         copy_kernels(plan, kernels_dir(), work / "kernels")
         state = {"started": int(time.time())}
         (work / STATE).write_text(json.dumps(state) + "\n")

@@ -151,6 +151,46 @@ def test_two_writers_of_one_capture_and_of_one_bundle(ready, tmp_path, tmpdir_en
     assert half_done(tmp_path, bundles, tmp) == []
 
 
+@pytest.mark.parametrize("second_verb", ["run", "replay"])
+def test_a_second_run_into_one_out_is_refused_at_the_start(ready, tmp_path, tmpdir_env, second_verb):
+    """While a run packs into --out, a second run or replay into it stops at once (exit 2, one line),
+    before doing any work; the first finishes whole (it used to be the second that failed, exit 5,
+    after all its work)."""
+    tmp, env = tmpdir_env
+    made = _user_files(tmp_path)
+    out = tmp_path / "out"
+    original = _one_bundle(tmp_path / "b", env) if second_verb == "replay" else None
+    first = Watched(["run", "--gpu", "h100", "--executor", "venv", "--stacks", STACK, "--cases", CASES,
+                     "--workers", "2", "--out", out], env=env)
+    assert wait_for(lambda: (out / ".run.lock").exists(), 60)
+    if second_verb == "run":
+        args = ["run", "--gpu", "h100", "--executor", "venv", "--stacks", STACK, "--cases", "block_ptr.p0",
+                "--out", out]
+    else:
+        args = ["replay", original, "--executor", "venv", "--out", out]
+    t0 = time.monotonic()
+    rc, _, err = Watched(args, env=env).wait()
+    assert rc == 2 and _lines(err) == [
+        f"reprokit: {out}: another reprokit (pid {first.proc.pid}) is writing it now; "
+        "wait for it to finish or choose another output"], err
+    assert time.monotonic() - t0 < 30 and first.proc.poll() is None  # refused at the start, not after work
+    rc, _, err = first.wait()
+    assert rc == 0, err
+    (tgz,) = out.glob("*.tgz")
+    assert verify(tgz) == [] and _untouched(made)
+    assert half_done(tmp_path, out, tmp, ignore=_theirs(tmp_path) + [tmp_path / "b"]) == []
+    assert os.listdir(tmp) == []
+
+
+def _one_bundle(folder: Path, env: dict) -> Path:
+    """A bundle of the stack: what replay starts from."""
+    rc, _, err = Watched(["run", "--gpu", "h100", "--executor", "venv", "--stacks", STACK, "--cases", "block_ptr.p0",
+                          "--out", folder], env=env).wait()
+    assert rc == 0, err
+    (b,) = folder.glob("*.tgz")
+    return b
+
+
 def _mount_tmpfs(where: Path, options: str) -> None:
     where.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)

@@ -169,7 +169,7 @@ def r_prepare(ctx: Ctx, t: Path) -> Inv:
 def r_wheelhouse(ctx: Ctx, t: Path) -> Inv:
     out = t / "wheels"
     return Inv(["wheelhouse", "--out", out, "--extras", ""], [(out, "into")],
-               lambda: any(out.glob("reprokit-*.whl")))
+               lambda: any(out.glob("reprokit*.whl")))
 
 
 def r_report(ctx: Ctx, t: Path) -> Inv:
