@@ -48,6 +48,7 @@ READ_ONLY = {
     "verify": "prints a verdict",
     "show": "prints a bundle's summary",
     "stacks": "prints stacks.toml",
+    "check": "reads reprokit.toml and its kernel files, prints their problems",
     "fleet status": "reads a fleet folder and asks Slurm",
     "fleet cancel": "asks Slurm to cancel jobs",
 }
@@ -186,10 +187,17 @@ def r_trace(ctx: Ctx, t: Path) -> Inv:
                [(out, "into")], _bundles(out), env={"TRITON_INTERPRET": ""})
 
 
+def r_init(ctx: Ctx, t: Path) -> Inv:
+    proj = t / "project"
+    toml, kernel = proj / "reprokit.toml", proj / "kernels" / "scale_rows.py"
+    return Inv(["init", "--example", proj], [(toml, "file"), (kernel, "file")],
+               lambda: toml.is_file() and kernel.is_file(), refuses=True)
+
+
 RECIPES: dict[str, Callable[[Ctx, Path], Inv]] = {
     "run": r_run, "replay": r_replay, "capture": r_capture, "bundle": r_bundle, "sweep": r_sweep,
     "bisect": r_bisect, "sign": r_sign, "prepare": r_prepare, "wheelhouse": r_wheelhouse, "report": r_report,
-    "trace": r_trace,
+    "trace": r_trace, "init": r_init,
 }
 # The fleet verbs run against a real one-host Slurm: tests/fleet/test_fleet_user_data.py holds
 # their recipes (they need that folder's cluster fixture), named here so the census stays whole.
