@@ -325,20 +325,18 @@ def ctx(tmp_path_factory, stack_ready, config) -> Ctx:
 
 
 def _prepare_interp() -> None:
-    """The trace recipe's interpreter venv (tests/integration/test_trace.py builds and caches it)."""
+    """The trace recipe's interpreter venv (tests/helpers/interp.py builds and caches it)."""
     if _INTERP:
         return
     from reprokit.errors import ExecutorError
     from tests.conftest import skip_or_fail_triton
+    from tests.helpers.interp import interpreter_python
     from tests.helpers.runs import host
-    from tests.integration.test_trace import INTERP_STACK, InterpreterVenv
 
-    venv = InterpreterVenv(host=host(), with_torch=True)
     try:
-        venv.prepare(INTERP_STACK)
+        _INTERP.append(str(interpreter_python(host())))
     except ExecutorError as e:
         skip_or_fail_triton(str(e))
-    _INTERP.append(str(venv.venv_dir(INTERP_STACK) / "bin" / "python"))
 
 
 def _index_or_skip(verb: str, p: subprocess.CompletedProcess) -> None:
