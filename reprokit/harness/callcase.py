@@ -10,6 +10,8 @@ reprokit.harness.callgpu launches it.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import json
 import os
 import select
@@ -33,23 +35,76 @@ class Prepared:
     result: dict | None = None
 
 
-def setup(plan: dict) -> None:
-    """Before a kernel file loads: `import torch` works (the stand-in when torch is absent) and,
-    compile-only, `triton.runtime.driver.active` answers for the plan's GPU profile. Done once
-    in the runner (the cases' processes inherit it) and again, harmlessly, in each case."""
-    if not any(c.get("kind") == "call" for c in plan["cases"]):
+def setup(plan: dict, kernels_dir: str | None = None) -> None:
+    """Before a kernel file loads: `import torch` works (the stand-in when torch is absent);
+    compile-only, `triton.runtime.driver.active` answers for the plan's GPU profile; and a
+    kernel file's own folder is on sys.path, so that it imports the modules beside it as it
+    does at home (through _KernelFolders, by paths relative to the kernels' parent folder, so no
+    host path reaches the IR's source locations). Done once in the runner (the cases' processes inherit it) and again,
+    harmlessly, in each case."""
+    calls = [c for c in plan["cases"] if c.get("kind") == "call"]
+    if not calls:
         return
+    if kernels_dir is not None:
+        folders = sorted({os.path.dirname(os.path.join(kernels_dir, kernel_ref(c)[0])) for c in calls})
+        finder = next((f for f in sys.meta_path if isinstance(f, _KernelFolders)), None)
+        if finder is None:
+            sys.meta_path.append(_KernelFolders(folders))  # last: installed packages win, as on sys.path's end
+        else:
+            finder.folders = sorted(set(finder.folders) | set(folders))
     standin.ensure_torch()
     standin.ensure_numpy()
     if plan.get("mode", "compile-only") != "gpu" and not standin.active_is_standin():
         standin.install_driver(plan["profile"])
 
 
+class _KernelLoader(importlib.abc.Loader):
+    """Executes a module beside a kernel file from its source, compiled under its path relative
+    to the kernels' parent folder (as toolbox.load_module does for the kernel file itself): the
+    IR's source locations name `kernels/...`, and no bytecode cache is written into the folder."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        module.__file__ = self.path
+        with open(self.path) as f:
+            code = compile(f.read(), self.path, "exec")
+        exec(code, module.__dict__)  # noqa: S102 - running the user's module is what loading it means
+
+
+class _KernelFolders(importlib.abc.MetaPathFinder):
+    """Finds the modules and packages that sit beside a declared call's kernel file."""
+
+    def __init__(self, folders: list):
+        self.folders = list(folders)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None:  # a submodule: only of a package found here
+            path = [p for p in path if any(p == f or p.startswith(f + os.sep) for f in self.folders)]
+            if not path:
+                return None
+        leaf = name.rpartition(".")[2]
+        for d in path if path is not None else self.folders:
+            f = os.path.join(d, leaf + ".py")
+            if os.path.isfile(f):
+                return importlib.util.spec_from_loader(name, _KernelLoader(f), origin=f)
+            init = os.path.join(d, leaf, "__init__.py")
+            if os.path.isfile(init):
+                spec = importlib.util.spec_from_loader(name, _KernelLoader(init), origin=init, is_package=True)
+                spec.submodule_search_locations = [os.path.join(d, leaf)]
+                return spec
+        return None
+
+
 def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
     """Load the user's kernel file and derive the call's specialisation through the release's JIT."""
     from reprokit.harness.toolbox import load_kernel, one_line
 
-    setup(plan)
+    setup(plan, kernels_dir)
     try:
         obj = load_kernel(kernels_dir, *kernel_ref(case))
     except ImportError as e:
@@ -164,7 +219,7 @@ def _autotune_facts(plan: dict, kernels_dir: str, kernels: list) -> dict:
             os.dup2(fd, 2)
             from reprokit.harness.toolbox import load_kernel
 
-            setup(plan)
+            setup(plan, kernels_dir)
             out = {}
             for file, function in kernels:
                 try:

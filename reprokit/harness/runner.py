@@ -296,7 +296,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
 
     # Declared calls: torch and the driver stand in where absent (compile-only), and autotuned
     # kernels become one case per config; the plan beside the results says so.
-    callcase.setup(plan)
+    callcase.setup(plan, kernels_dir)
     expanded = callcase.expand_plan(plan, kernels_dir, log)
     if expanded is not plan:
         plan = expanded

@@ -331,3 +331,28 @@ def _merge_kernels(dest: Path) -> Path:
     for f in KERNELS.glob("*.py"):
         shutil.copyfile(f, dest / f.name)
     return dest
+
+
+@pytest.mark.parametrize("stack", ["triton-3.0-cu129", "triton-3.6-cu130"])
+def test_a_kernel_file_imports_the_modules_beside_it(stack, config, stack_ready, tmp_path):
+    """The harness run directly on a kernels folder that holds the helper module too (what a
+    project's bundle carries): the kernel's own imports resolve, and the IR names the files by
+    their place under kernels/, never by a host path."""
+    import shutil
+
+    st = stack_ready(stack)
+    shutil.copytree(KERNELS / "pkg", tmp_path / "kernels" / "pkg")
+    case = {"id": "copy2d", "kind": "call", "file": "pkg/copy2d.py", "function": "copy2d", "expect": "no-tma",
+            "call": {"args": {"src": T([1000, 512]), "dst": T([1000, 512]), "M": 1000, "N": 512}, "grid": [64]}}
+    plan = {**build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0"), "cases": [case]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    p = subprocess.run([_venv_python(stack), "-m", "reprokit.harness", "--plan", "plan.json",
+                        "--kernels", "kernels", "--out", "out"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=600, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (rec,) = json.loads((tmp_path / "out" / "results.json").read_text())["cases"]
+    assert rec["status"] == "ok" and rec["met"] is True, rec.get("error")
+    assert rec["call"]["constexprs"] == {"BLOCK_M": 128, "BLOCK_N": 64, "GROUP_M": 8}  # defaults, one imported
+    ttir = (tmp_path / "out" / rec["artifacts"]["ttir"]).read_text()
+    assert "kernels/pkg/_tiles.py" in ttir and str(tmp_path) not in ttir

@@ -1,7 +1,7 @@
 """A kernel file whose module-level code raises, as a half-edited file does."""
 
 import triton
-import triton.language as tl
+import triton.language as tl  # noqa: F401 - as the file had it before it broke
 
 raise RuntimeError("this kernel file is half-edited")
 
