@@ -105,7 +105,11 @@ def _as_another_user(folder: Path):
         return []
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: no other user to be")
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if subprocess.run([*prefix, sys.executable, "-c", "import reprokit"], cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"the user nobody cannot run {sys.executable} with this checkout")
+    return prefix
 
 
 @pytest.mark.parametrize("args", [
