@@ -20,7 +20,15 @@ import os
 import re
 from pathlib import Path
 
+# Imported here, not when a type is first called: cli.build_parser() imports every verb, and
+# the verbs these, so parsing costs nothing more.
+from reprokit.bundle.reader import parse_size
+from reprokit.compare.bisect import parse_range
+from reprokit.compare.metric import parse_metric
+from reprokit.config import load_config
 from reprokit.errors import FileSystemError, UsageError
+from reprokit.gpu import lock_clocks_value
+from reprokit.sweep.spec import parse_shard, resolve
 
 Bad = argparse.ArgumentTypeError
 
@@ -165,9 +173,6 @@ def non_negative_number(text: str) -> float:
 
 def metric_spec(text: str) -> str:
     """What bisect follows: verdict, regs, smem, spills, tma:LEVEL or op:NAME@LEVEL."""
-    from reprokit.compare.metric import parse_metric
-    from reprokit.errors import UsageError
-
     try:
         parse_metric(text)
     except UsageError as e:
@@ -188,8 +193,6 @@ def positive_seconds(text: str) -> float:
 
 def byte_size(text: str) -> str:
     """A size above 0: 1048576, 512M, 2G (powers of 1024); kept as text for Limits."""
-    from reprokit.bundle.reader import parse_size
-
     try:
         n = parse_size(text.strip())
     except UsageError as e:
@@ -201,8 +204,6 @@ def byte_size(text: str) -> str:
 
 def clock_mhz(text: str) -> str:
     """'max' or a whole number of MHz above 0 (--lock-clocks)."""
-    from reprokit.gpu import lock_clocks_value
-
     try:
         return lock_clocks_value(text)
     except UsageError:
@@ -241,8 +242,6 @@ def command_word(text: str) -> str:
 
 def gpu_profile(text: str) -> str:
     """A GPU profile of stacks.toml (h100, b200...)."""
-    from reprokit.config import load_config
-
     name = text.strip()
     if not name:
         raise Bad("an empty GPU profile name")
@@ -252,8 +251,6 @@ def gpu_profile(text: str) -> str:
 
 def gpu_list(text: str) -> str:
     """GPU profiles of stacks.toml, comma-separated, each once."""
-    from reprokit.config import load_config
-
     names = _names(text, "GPU profile")
     _known(names, load_config().gpus, "GPU profile")
     return ",".join(names)
@@ -261,8 +258,6 @@ def gpu_list(text: str) -> str:
 
 def stack_name(text: str) -> str:
     """A stack of stacks.toml."""
-    from reprokit.config import load_config
-
     name = text.strip()
     if not name:
         raise Bad("an empty stack name")
@@ -272,8 +267,6 @@ def stack_name(text: str) -> str:
 
 def stack_list(text: str) -> str:
     """Stacks of stacks.toml, comma-separated, each once; or 'all'."""
-    from reprokit.config import load_config
-
     if text.strip() == "all":
         return "all"
     names = _names(text, "stack")
@@ -306,8 +299,6 @@ def extras_list(text: str) -> str:
 
 def version_range(text: str) -> str:
     """FIRST..LAST Triton releases, FIRST not after LAST."""
-    from reprokit.compare.bisect import parse_range
-
     try:
         parse_range(text)
     except UsageError as e:
@@ -317,8 +308,6 @@ def version_range(text: str) -> str:
 
 def shard(text: str) -> str:
     """I/N with 1 <= I <= N."""
-    from reprokit.sweep.spec import parse_shard
-
     try:
         parse_shard(text if text.strip() else "-")
     except UsageError:
@@ -375,8 +364,6 @@ def image_ref(text: str) -> str:
 
 def sweep_spec(text: str) -> str:
     """A sweep spec: a TOML file, or the name of a shipped sweep."""
-    from reprokit.sweep.spec import resolve
-
     if not text.strip():
         raise Bad("an empty sweep spec (a TOML file or a shipped sweep's name)")
     try:
