@@ -7,8 +7,7 @@ import json
 
 from reprokit.commands._common import say
 from reprokit.commands.argtypes import existing_path
-from reprokit.config import load_config
-from reprokit.errors import ConfigError, UsageError
+from reprokit.errors import UsageError
 from reprokit.userspec.check import examine
 from reprokit.userspec.project import PROJECT_FILE, for_run
 
@@ -33,10 +32,6 @@ def run(args) -> int:
     if project is None:
         raise UsageError(f"no {PROJECT_FILE} in this folder or above it (reprokit init writes one, or give --project)")
     rep = examine(project)
-    try:
-        load_config()   # the project's own [stacks.*] and [gpus.*], as every verb will read them
-    except ConfigError as e:
-        rep.add(1, str(e).split(": ", 1)[-1] if str(e).startswith(str(project.path)) else str(e))
     if args.json:
         print(json.dumps({"project": str(project.path), "ok": not rep.problems,
                           "problems": [{"file": w, "line": n, "message": m} for w, n, m in rep.ordered()],

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprokit.config import gpu_keys
 from reprokit.suite import CASE_ID
 from reprokit.userspec.project import PROJECT_KEYS, TOP_KEYS, Lines, Project
 
@@ -106,7 +107,35 @@ def examine(project: Project) -> Report:
     seen: dict = {}
     for i, case in enumerate(cases):
         _check_case(project, i, case, lines, rep, entries, defs, seen)
+    _check_stacks_and_gpus(project, lines, rep)
     return rep
+
+
+def _check_stacks_and_gpus(project: Project, lines: Lines, rep: Report) -> None:
+    """The project's own [stacks.NAME] and [gpus.NAME], as load_config will read them."""
+    stacks, gpus = project.raw.get("stacks", {}), project.raw.get("gpus", {})
+    for what, tables in (("stacks", stacks), ("gpus", gpus)):
+        if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+            rep.add(_top_line(lines, what), f"{what} entries are tables: [{what}.NAME]")
+            return
+    for name, t in stacks.items():
+        at = lines.table(f"stacks.{name}")
+        if not isinstance(t.get("triton"), str):
+            rep.add(at, f"stack {name!r} has no 'triton' pin (a version, e.g. \"3.6.0\")")
+        if "dockerfile" in t and not (isinstance(t["dockerfile"], str) and (project.root / t["dockerfile"]).is_file()):
+            rep.add(lines.key(f"stacks.{name}", "dockerfile"), f"stack {name!r}: dockerfile {t['dockerfile']!r} "
+                                                                f"does not exist (relative to {project.root})")
+    for name, g in gpus.items():
+        at = lines.table(f"gpus.{name}")
+        missing = sorted(gpu_keys() - set(g))
+        if missing:
+            rep.add(at, f"GPU profile {name!r} lacks {', '.join(missing)}")
+        for key in ("capability", "sm_count", "smem_per_block"):
+            if key in g and not (isinstance(g[key], int) and not isinstance(g[key], bool) and g[key] > 0):
+                rep.add(lines.key(f"gpus.{name}", key), f"GPU profile {name!r}: {key} must be a whole number above 0")
+        for key in ("mem_bandwidth_gbs", "fp16_tflops"):
+            if key in g and not _positive_number(g[key]):
+                rep.add(lines.key(f"gpus.{name}", key), f"GPU profile {name!r}: {key} must be a number above 0")
 
 
 def _top_line(lines: Lines, key: str) -> int:

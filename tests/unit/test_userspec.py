@@ -251,6 +251,8 @@ smem_per_block = 232448
 mem_bandwidth_gbs = 2000
 fp16_tflops = 756
 ''')
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "mine.Dockerfile").write_text("FROM scratch\n")
     p = cli("stacks", "--json", cwd=tmp_path / "kernels")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
@@ -266,3 +268,15 @@ fp16_tflops = 756
     finally:
         use_project(None)
     assert "h100-mine" not in load_config().gpus
+    # check judges them as load_config reads them, each at its own line
+    (tmp_path / "docker" / "mine.Dockerfile").unlink()
+    with open(tmp_path / "reprokit.toml", "a") as f:
+        f.write('\n[stacks.nopin]\npython = "3.12"\n\n[gpus.half]\nname = "x"\ncapability = 0\n')
+    p = cli("check", cwd=tmp_path)
+    n = len(GOOD.splitlines())
+    assert p.returncode == 2 and p.stdout.splitlines() == [
+        f"reprokit.toml:{n + 4}: stack 'triton-3.6-mine': dockerfile 'docker/mine.Dockerfile' does not exist "
+        f"(relative to {tmp_path})",
+        f"reprokit.toml:{n + 14}: stack 'nopin' has no 'triton' pin (a version, e.g. \"3.6.0\")",
+        f"reprokit.toml:{n + 17}: GPU profile 'half' lacks fp16_tflops, mem_bandwidth_gbs, sm_count, smem_per_block",
+        f"reprokit.toml:{n + 19}: GPU profile 'half': capability must be a whole number above 0"], p.stdout
