@@ -81,7 +81,10 @@ class Limits:
 
         def pick(arg, var, default):
             raw = arg if arg is not None else env.get(var, "").strip() or None
-            value = default if raw is None else parse_size(raw)
+            try:
+                value = default if raw is None else parse_size(raw)
+            except UsageError as e:  # say where the bad size came from
+                raise UsageError(f"{var if arg is None else 'the limit'}: {e}") from None
             if value <= 0:
                 raise UsageError(f"{var}: the limit must be positive, not {raw!r}")
             return value

@@ -176,3 +176,14 @@ def test_the_reported_cases(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, (args, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g", "text.tgz"]
+
+
+@pytest.mark.parametrize("var,value", [("REPROKIT_MAX_BUNDLE_BYTES", "nan"), ("REPROKIT_MAX_MEMBERS", "-3"),
+                                       ("REPROKIT_MAX_MEMBER_BYTES", "0")])
+def test_a_bad_limit_in_the_environment_is_named(var, value, monkeypatch, capsys):
+    from reprokit.cli import main
+
+    monkeypatch.setenv(var, value)
+    assert main(["verify", str(GOLDEN)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"reprokit: {var}: ") and repr(value) in err, err
