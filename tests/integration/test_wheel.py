@@ -44,10 +44,23 @@ def _index_or_fail(p: subprocess.CompletedProcess, what: str) -> None:
     pytest.fail(f"cannot {what}: {p.stderr[-2000:]}")
 
 
+def _source_files() -> list[str]:
+    """The checkout's files as a clone has them (tracked, or new and not ignored)."""
+    return subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
+    # Built from a copy of the checkout's own files: setuptools' build/ folder in a checkout keeps
+    # modules that were since deleted, and a wheel built there would ship them.
+    src = tmp_path_factory.mktemp("src")
+    for rel in _source_files():
+        if (ROOT / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
     out = tmp_path_factory.mktemp("dist")
-    _index_or_fail(_pip("wheel", "-q", "--no-deps", "--wheel-dir", str(out), str(ROOT)), "build the wheel")
+    _index_or_fail(_pip("wheel", "-q", "--no-deps", "--wheel-dir", str(out), str(src)), "build the wheel")
     (whl,) = out.glob("*.whl")
     return whl
 
@@ -84,14 +97,14 @@ def cli(bin_dir: Path, *args, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_the_wheel_carries_every_module_and_the_defaults(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "reprokit").rglob("*.py") if "__pycache__" not in p.parts}
-    assert modules and modules <= names, sorted(modules - names)
-    tracked = subprocess.run(["git", "ls-files", "stacks.toml", "Dockerfiles", "schemas", "kernels"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.split()
-    data = {f"reprokit/defaults/{t}" for t in tracked}
+    modules = {f for f in _source_files() if f.startswith("reprokit/") and f.endswith(".py")}
+    shipped = {n for n in names if n.endswith(".py") and not n.startswith("reprokit/defaults/")}
+    assert modules and modules == shipped, (sorted(modules - shipped), sorted(shipped - modules))
+    data = {f"reprokit/defaults/{t}" for t in _source_files()
+            if t == "stacks.toml" or t.startswith(("Dockerfiles/", "schemas/", "kernels/"))}
     assert {"reprokit/defaults/stacks.toml", "reprokit/defaults/kernels/suite.toml",
             "reprokit/defaults/Dockerfiles/stack.Dockerfile"} <= data
-    assert data <= names, sorted(data - names)
+    assert data == {n for n in names if n.startswith("reprokit/defaults/")}, sorted(data ^ set(names))
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     # The distribution's own name, never the index's unrelated `reprokit`; the base has no extra's module.
     assert "Name: reprokit-gpu\n" in meta
