@@ -253,3 +253,25 @@ def test_a_full_file_system_is_one_line_and_leaves_no_partial_file(ready, tmp_pa
     assert rc in (4, 5) and len(_lines(err)) == 1, err
     assert not (full / "cap").exists() and run.orphans() == []
     assert [p for p in half_done(full, tmp) if not p.endswith(".failed")] == []
+
+
+def test_a_failed_run_keeps_its_logs_beside_the_bundles_over_nothing(ready, tmp_path, config, venv_executor):
+    """run_stacks captures inside a temporary folder of its own; a harness that fails (here: killed
+    at its run timeout) is kept as <out>/<stack>-<gpu>.failed-N, beside the user's folders of those
+    names, which stay as they were, and the message names where."""
+    from reprokit.options import BundleOptions
+    from reprokit.runs import run_stacks
+    from tests.helpers.runs import opts
+
+    out = tmp_path / "out"
+    mine = {out / f"{STACK}-h100" / "thesis.txt": b"mine\n", out / f"{STACK}-h100.failed" / "why.txt": b"mine too\n"}
+    for p, data in mine.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    options = opts(config.gpu("h100"), only=CASES, workers=2, run_timeout_s=0.5)
+    (o,) = run_stacks([config.stack(STACK)], venv_executor, options, BundleOptions(out))
+    kept = out / f"{STACK}-h100.failed-2"
+    assert not o.ok and "timed out" in o.error and f"logs in {kept}" in o.error
+    assert (kept / "plan.json").is_file() and (kept / "logs").is_dir()
+    assert all(p.read_bytes() == data for p, data in mine.items())
+    assert sorted(os.listdir(out)) == [f"{STACK}-h100", f"{STACK}-h100.failed", f"{STACK}-h100.failed-2"]
