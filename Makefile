@@ -20,6 +20,8 @@ WHEELHOUSE ?=
 # NVML, html draws report plots, test runs pytest).
 EXTRAS ?= $(if $(WHEELHOUSE),$(shell cat $(WHEELHOUSE)/extras.txt 2>/dev/null || echo docker,gpu,html,test),docker,gpu,html,test)
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# SHARE=1: bundles fit to send (no hostnames, user names, home paths or GPU serials).
+SHARE ?=
 # Offline image builds: a local base image and no torch (compile-only stacks).
 BASE_IMAGE ?=
 WITH_TORCH ?=
@@ -44,12 +46,12 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 bundle: $(VENV)/.installed
-	$(RK) run --gpu $(GPU) --stacks $(STACKS) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles
+	$(RK) run --gpu $(GPU) --stacks $(STACKS) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles $(if $(SHARE),--share)
 
 # Rerun a bundle's own plan and kernels: on its own stack, or on REPLAY_STACKS=a,b to compare.
 REPLAY_STACKS ?=
 replay: $(VENV)/.installed
-	$(RK) replay $(BUNDLE) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles $(if $(REPLAY_STACKS),--stacks $(REPLAY_STACKS))
+	$(RK) replay $(BUNDLE) --executor $(EXECUTOR) --workers $(WORKERS) --out bundles $(if $(REPLAY_STACKS),--stacks $(REPLAY_STACKS)) $(if $(SHARE),--share)
 
 # Build stack images (or venvs, EXECUTOR=venv) ahead of a run.
 images: $(VENV)/.installed

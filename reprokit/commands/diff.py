@@ -7,6 +7,7 @@ import json
 
 from reprokit.commands._common import console, say
 from reprokit.commands.argtypes import case_id, existing_path, natural
+from reprokit.compare import timing
 from reprokit.compare.grid import change_class, compare
 from reprokit.compare.irdiff import check_case, check_level, profile_problem, unified
 from reprokit.compare.normalise import LEVELS
@@ -36,12 +37,14 @@ def add_parser(sub) -> None:
     p.add_argument("--any-profile", action="store_true", help="compare bundles made for different GPU profiles")
     p.add_argument("--strict", action="store_true", help="exit 1 when only the normalised IR moved, too")
     p.add_argument("--json", action="store_true", help="print the grid (and any unified diffs) as JSON")
+    timing.add_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if args.context < 0:
         raise UsageError(f"--context must be 0 or more, got {args.context}")
+    topts = timing.options_from_args(args)
     a = open_result_set(args.a, key="a")
     b = open_result_set(args.b, key="b")
     if a.label == b.label:
@@ -57,7 +60,7 @@ def run(args) -> int:
     if args.case:
         check_case(args.case, a, b)
         diffs = {lv: unified(a, b, args.case, lv, context=args.context) for lv in levels}
-        grid = compare([a, b])
+        grid = compare([a, b], timing_options=topts)
         row = grid.row(args.case)
         moved = [f for f in row.cells[1].moved if not f.startswith("ir.") or f[3:] in levels]
         if args.json:
@@ -72,7 +75,7 @@ def run(args) -> int:
                 say(f"{args.case}: also moved: {', '.join(other)}")
         significant = change_class(moved) in ("verdict", "metric")
         return 1 if significant or (args.strict and (moved or any(diffs.values()))) else 0
-    grid = compare([a, b])
+    grid = compare([a, b], timing_options=topts)
     code = 1 if grid.significant(args.strict) else 0
     if args.json:
         print(json.dumps(grid.to_dict(), indent=1))

@@ -23,6 +23,7 @@ from reprokit.commands.argtypes import (
     positive_int,
     stack_list,
 )
+from reprokit.compare import timing
 from reprokit.compare.render import change_lines, grid_table
 from reprokit.compare.replay import bundle_profile, bundle_stack, replay, select_cases
 from reprokit.config import load_config
@@ -56,6 +57,7 @@ def add_parser(sub) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when only the normalised IR moved, too")
     p.add_argument("--json", action="store_true", help="print the grid as JSON")
     add_gpu_args(p)
+    timing.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -64,6 +66,7 @@ def run(args) -> int:
 
     if args.executor == "local" and args.stacks is not None:
         raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
+    topts = timing.options_from_args(args)
     bundle = open_verified(args.bundle)   # verified before any stack is built
     profile = bundle_profile(bundle.plan)
     select_cases(bundle.plan, args.cases)  # said before anything starts, in one line
@@ -86,7 +89,7 @@ def run(args) -> int:
             bar.update(tasks[name], completed=steps[state], state=state)
 
         result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
-                        workers=args.workers, cases=args.cases, progress=progress)
+                        workers=args.workers, cases=args.cases, progress=progress, timing_options=topts)
     grid = result.grid
     for o in result.outcomes:
         if o.harness_errors:
@@ -109,7 +112,7 @@ def run(args) -> int:
         print(line)
     if result.own_stack and not grid.failed:
         if result.reproduced:
-            print("reproduced: status, verdict, TMA counts and normalised IR are equal")
+            print("reproduced: status, verdict, TMA counts and normalised IR are equal, no time FASTER or SLOWER")
         elif not grid.significant():
             print("reproduced in verdicts and metrics; only the normalised IR moved (above)")
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from reprokit.commands.argtypes import existing_file, out_file
+from reprokit.compare import timing
 from reprokit.report import FORMATS, check_out, render, write
 
 
@@ -26,12 +27,14 @@ def add_parser(sub) -> None:
                    help="write here (atomically) instead of standard output")
     p.add_argument("--mixed-profiles", action="store_true",
                    help="allow bundles of different GPU profiles side by side (refused by default)")
+    timing.add_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    topts = timing.options_from_args(args)
     out = check_out(args.out, args.bundles) if args.out is not None else None
-    text = render(args.bundles, args.format, mixed_profiles=args.mixed_profiles)
+    text = render(args.bundles, args.format, mixed_profiles=args.mixed_profiles, timing_options=topts)
     if out is None:
         sys.stdout.write(text)
     else:

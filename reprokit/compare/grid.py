@@ -11,7 +11,8 @@ Public API (what `replay`, `diff` and `report` build on):
                                              # "tma.<level>", "ir.<level>", "shared_bytes", "registers",
                                              # "spill_stores", "spill_loads", "gpu_status", "correct",
                                              # "outputs" (a declared call's outputs, neither
-                                             # bit-exact nor within its dtype's tolerance), "present"
+                                             # bit-exact nor within its dtype's tolerance), "present",
+                                             # "time" (FASTER or SLOWER at a size: reprokit.compare.timing)
     cell.ops       -> tuple[OpDelta]         # where an IR level moved: ops added (+n) / removed (-n)
     cell.change    -> str                    # the class of what moved, the first that holds of:
                                              # "verdict" (status, verdict, presence, GPU status,
@@ -34,10 +35,11 @@ cell also carries correctness and its measured time, and `time_ratio` against co
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
+from reprokit.compare import timing
 from reprokit.compare.normalise import LEVELS, ops
 from reprokit.compare.sources import ResultSet, open_result_set
 
@@ -126,6 +128,10 @@ class Cell:
     times: tuple = ()                # ((method, seconds), ...): every method the record has, headline first
     outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.callgpu)
     time_ratio: float | None = None  # against the first column, by a method both records have
+    # Against the first column, per benchmarked size, the kernel's time judged from both sides'
+    # raw samples (reprokit.compare.timing): ((size, Judgement), ...); `time_label` is the one
+    # that says most (FASTER/SLOWER over AMBIGUOUS over SAME).
+    time_labels: tuple = ()
     moved: tuple = ()
     ops: tuple = ()            # OpDelta, where an IR level moved
     metrics: tuple = ()        # MetricDelta for each metric that moved
@@ -152,7 +158,17 @@ class Cell:
         d["outputs"] = dict(self.outputs)
         d["metrics"] = [asdict(m) for m in self.metrics]
         d["change"] = self.change
+        d["time_labels"] = [{"size": size, **j.to_dict()} for size, j in self.time_labels]
+        d["time_label"] = self.time_label
         return d
+
+    @property
+    def time_label(self) -> str | None:
+        labels = [j.label for _, j in self.time_labels]
+        for want in (timing.SLOWER, timing.FASTER, timing.AMBIGUOUS, timing.SAME):
+            if want in labels:
+                return want
+        return None
 
 
 @dataclass(frozen=True)
@@ -393,10 +409,34 @@ def op_deltas(a: ResultSet, b: ResultSet, case: str, level: str) -> tuple:
     return tuple(sorted(out, key=lambda d: (-abs(d.delta), d.op)))
 
 
-def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str) -> Cell:
+def size_key(size: dict) -> str:
+    """A benchmark size as text: "4096x4096" (M, N, K in that order)."""
+    return "x".join(str(size[k]) for k in ("M", "N", "K") if k in size)
+
+
+def time_labels(base_rs: ResultSet, rs: ResultSet, case: str, opts: timing.TimingOptions = timing.DEFAULT) -> tuple:
+    """((size, Judgement), ...) for the kernel at every size both sides benchmarked."""
+    base = {size_key(r.get("size") or {}): r for r in base_rs.bench_runs(case)}
+    out = []
+    for run in rs.bench_runs(case):
+        key = size_key(run.get("size") or {})
+        old = ((base.get(key) or {}).get("raw") or {}).get("kernel")
+        new = (run.get("raw") or {}).get("kernel")
+        if old and new:
+            j = timing.judge_raw(old, new, opts)
+            if j is not None:
+                out.append((key, j))
+    return tuple(out)
+
+
+def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str,
+           opts: timing.TimingOptions = timing.DEFAULT) -> Cell:
     from dataclasses import replace
 
     moved = _moved(base, cell)
+    labels = time_labels(base_rs, rs, case, opts) if base.present and cell.present else ()
+    if any(j.moved for _, j in labels):  # only FASTER or SLOWER moves a time
+        moved = moved + ("time",)
     deltas = []
     for f in moved:
         # Ops are listed where both sides have IR: a case that did not compile on one side says
@@ -412,7 +452,7 @@ def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str)
         if base_t.get(method):
             ratio = round(t / base_t[method], 4)
             break
-    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio, metrics=_metric_deltas(base, cell, moved))
+    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio, time_labels=labels, metrics=_metric_deltas(base, cell, moved))
 
 
 _METRIC_NAMES = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spill_stores",
@@ -452,7 +492,7 @@ def _unique_keys(sets: list[ResultSet]) -> list[ResultSet]:
     return out
 
 
-def compare(items: Sequence, *, failed: Iterable[Column] = ()) -> Grid:
+def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: timing.TimingOptions = timing.DEFAULT) -> Grid:
     """The grid of `items` (ResultSets, Bundles, bundle paths or capture folders), judged against
     the first. A Column among the items (Column.failed: a stack that did not run) keeps its place
     and holds absent cells that are not judged; `failed` appends more such columns."""
@@ -478,7 +518,7 @@ def compare(items: Sequence, *, failed: Iterable[Column] = ()) -> Grid:
             if isinstance(e, Column):
                 cells.append(Cell(present=False))
             else:
-                cells.append(_judge(base, _cell(e, e.case(cid)), base_rs, e, cid))
+                cells.append(_judge(base, _cell(e, e.case(cid)), base_rs, e, cid, timing_options))
         rows.append(Row(cid, *info[cid], tuple(cells)))
     return Grid(tuple(e if isinstance(e, Column) else Column.of(e) for e in entries), tuple(rows))
 

@@ -18,7 +18,7 @@ from collections import Counter
 
 from reprokit.harness.oracle import LEVELS
 
-__all__ = ["LEVELS", "normalise", "ops", "ir_hash"]
+__all__ = ["LEVELS", "ir_hash", "normalise", "ops"]
 
 # Anywhere: temp files and folders, Triton cache keys (hex sha256 or base32 of it), home folders.
 _TMP = re.compile(r"/tmp/[\w.+-]+(?:/[\w.+-]+)*")

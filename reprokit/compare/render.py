@@ -13,7 +13,7 @@ STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red
          "timeout": "red", "unsupported": "dim", "inconclusive": "magenta"}
 _CLASS_WORDS = {"verdict": "verdict or status", "metric": "metric", "ir": "IR only"}
 _SHORT = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spills", "spill_loads": "spills",
-          "gpu_status": "gpu", "correct": "correct"}
+          "gpu_status": "gpu", "correct": "correct", "time": "time"}
 
 
 def cell_text(cell: Cell, *, baseline: bool) -> str:
@@ -32,6 +32,9 @@ def cell_text(cell: Cell, *, baseline: bool) -> str:
         text += " [red]wrong[/]"
     if cell.time_ratio is not None:
         text += f" x{cell.time_ratio:.2f}"
+        if not baseline and cell.time_label:
+            style = {"SLOWER": "red", "FASTER": "green", "AMBIGUOUS": "magenta"}.get(cell.time_label, "dim")
+            text += f" [{style}]{cell.time_label}[/]"
     if not baseline and cell.moved:
         what = moved_summary(cell)
         text = f"[bold]*[/] {text}" + (f" [yellow]{escape(what)}[/]" if what else "")

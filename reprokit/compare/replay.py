@@ -16,6 +16,7 @@ from pathlib import Path
 from reprokit import locks
 from reprokit.compare.grid import Column, Grid, compare
 from reprokit.compare.sources import ResultSet, open_result_set
+from reprokit.compare.timing import DEFAULT, TimingOptions
 from reprokit.config import GpuProfile, Stack, stack_fields
 from reprokit.errors import ExecutorError, HarnessError, UsageError
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
@@ -94,7 +95,8 @@ def write_kernels(bundle, dest: Path) -> None:
 
 
 def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: BundleOptions, *,
-           workers: int = 1, cases: str | None = None, progress=None, run=None) -> Replay:
+           workers: int = 1, cases: str | None = None, progress=None, run=None,
+           timing_options: TimingOptions = DEFAULT) -> Replay:
     """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
     `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
     sha256 as parent, and compare. `run` is reprokit.runs.run_stacks (a parameter so benchmarks
@@ -115,8 +117,8 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
     for o in outcomes:
         columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack)) if o.ok
                        else Column.failed(o.stack, _label(o.stack), o.error))
-    return Replay(bundle.sha256, bundle.root, compare(columns), tuple(outcomes), own)
+    return Replay(bundle.sha256, bundle.root, compare(columns, timing_options=timing_options), tuple(outcomes), own)
 
 
 def _label(stack: str) -> str:
-    return stack[len("triton-"):] if stack.startswith("triton-") else stack
+    return stack.removeprefix("triton-")

@@ -57,6 +57,20 @@ class ResultSet:
     def parent(self) -> str | None:
         return self.manifest.get("parent")
 
+    def bench_runs(self, case_id: str) -> list:
+        """The case's benchmark runs with their raw samples (its bench.json: [{"size", "raw":
+        {contender: {...}}}]); [] where it has none (compile-only, an older capture)."""
+        k = (case_id, "bench.json")
+        if k not in self._norm:
+            rel = (((self.case(case_id) or {}).get("artifacts") or {}).get("bench"))
+            data = self._read(rel) if rel else None
+            try:
+                runs = json.loads(data).get("runs") if data else None
+            except ValueError:
+                runs = None
+            self._norm[k] = runs if isinstance(runs, list) else []
+        return self._norm[k]
+
     def normalised(self, case_id: str, level: str) -> str | None:
         k = (case_id, level)
         if k not in self._norm:
@@ -126,7 +140,7 @@ def _normalised(level: str, data: bytes) -> str:
 
 def _short(stack: str | None, triton: str | None) -> str:
     if stack and stack != "local":
-        return stack[len("triton-"):] if stack.startswith("triton-") else stack
+        return stack.removeprefix("triton-")
     return f"{stack or 'local'} {triton}" if triton else (stack or "?")
 
 

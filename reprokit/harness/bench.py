@@ -1,12 +1,22 @@
-"""Timing GPU work the way a maintainer can trust: warm-up, L2 flushed before every launch,
-the GPU left idle between launches so the board's power cap never lowers the clocks, contenders
-interleaved round by round, three timing methods (the profiler's kernel records, CUDA events
-around the same launches, CUDA-graph replays less a flush-only graph), medians with IQR outlier
-removal, round-to-round spread, the methods' agreement, and NVML read before, during and after.
-Raw samples are returned.
+"""Timing GPU work the way a maintainer can trust, in as little time as the noise allows.
 
-It mirrors tritonbench's do_bench (L2 flush, CUDA-graph timing, IQR, p50) and never changes the
-GPU's clocks or power settings: it measures the card as it finds it and says how it found it.
+Per contender (a zero-argument callable that launches asynchronously), three independent rounds,
+contenders interleaved round by round. A round takes samples in batches until its noise target
+is met (at least MIN_SAMPLES kept samples and MIN_TIME_S / ROUNDS of wall time, then the median's
+95% interval no wider than +-NOISE_TARGET of it) or its share of TIME_LIMIT_S runs out, which is
+recorded (`reached: false`). CUDA events around each launch decide when to stop (they can be read
+while the round runs); the profiler's kernel records (CUPTI through torch.profiler) time the same
+launches and give the headline. Every launch is followed by a GPU-side clock reading: a
+one-thread spin of a known number of SM cycles (torch.cuda._sleep), timed by the profiler (else
+by events), gives the SM clock right after the launch; samples taken below CLOCK_FLOOR of the
+GPU's default SM clock are discarded, counted and flagged. The same spin is the idle gap that
+keeps a GEMM under the board's power cap, where the caller asks for one; the L2 is flushed
+before each launch where the caller asks for it (the policy, and what it was measured to change,
+is in launch.py and docs/gpu.md). CUDA-graph replays give a third figure, cheaply. NVML is
+sampled around it all. Every raw sample (times, clocks, discards, per round) is returned.
+
+It never changes the GPU's clocks or power settings: it measures the card as it finds it and
+says how it found it.
 """
 
 from __future__ import annotations
@@ -16,16 +26,21 @@ import time
 from reprokit.harness import nvml, stats
 
 FLUSH_BYTES = 256 << 20   # 5x the H100's 50 MB L2 (tritonbench flushes 256 MB too)
-ROUNDS = 3                # rounds per contender: their medians give the spread
-TARGET_MS = 100.0         # GPU time per contender per round
-WARMUP_MS = 300.0         # GPU time per contender before the first round
-MIN_REPS, MAX_REPS = 20, 500
-GRAPH_REPLAYS = 10
-GRAPH_TARGET_MS = 30.0    # GPU time per replay of a graph
-# Between launches the GPU idles for IDLE_FACTOR times the launch's time. Run back to back, an
-# 8192^3 fp16 GEMM holds the H100 SXM at its 700 W cap: NVML shows sw_power_cap, SM clocks swing
-# between 1245 and 1545 MHz and round medians spread 3-7%. With 3x idle the SM clock stayed at
-# 1980 MHz and round medians spread 0.03-0.5% (measured on the lab H100); 1x was not enough.
+ROUNDS = 3                # independent rounds per contender: their medians give the spread
+NOISE_TARGET = 0.005      # a round stops once its median's 95% interval is within +-0.5% of it
+MIN_SAMPLES = 10          # ... with at least this many kept samples
+MIN_TIME_S = 0.2          # ... and this much wall time spent on the contender, over its rounds
+TIME_LIMIT_S = 3.0        # a contender gives up after this much, over its rounds (recorded)
+MAX_BATCH = 200           # launches queued between two reads of the events
+WARMUP_MS = 30.0          # GPU time per contender after the first, untimed calls
+CLOCK_FLOOR = 0.75        # samples below this share of the default SM clock are discarded
+SPIN_MIN_US = 20.0        # the clock-reading spin after every launch, at the least
+GRAPH_REPLAYS = 3
+GRAPH_TARGET_MS = 10.0    # GPU time per replay of a graph
+# Where the caller asks for an idle gap, the spin after each launch lasts IDLE_FACTOR times the
+# launch's time. Run back to back, an 8192^3 fp16 GEMM holds the H100 SXM at its 700 W cap: SM
+# clocks swing between 1245 and 1545 MHz and round medians spread 3-7%; with 3x idle the SM clock
+# stayed at 1980 MHz (measured on the lab H100); 1x was not enough.
 IDLE_FACTOR = 3.0
 
 
@@ -43,71 +58,112 @@ def _flusher(torch):
     return flush
 
 
-def _estimate_ms(torch, fn, flush) -> float:
+def _no_flush():
+    return None
+
+
+class _Spinner:
+    """A one-thread spin kernel of a known number of SM cycles (torch.cuda._sleep). A spinning
+    thread draws next to no power, so the board cools as if idle; and the stream stays busy while
+    the host queues the next launches, so no host delay is ever timed. Its cycles over its time
+    on the GPU are the SM clock at that moment."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)
+        s.record()
+        torch.cuda._sleep(2_000_000)
+        e.record()
+        e.synchronize()
+        self.cycles_per_us = 2_000_000 / max(s.elapsed_time(e) * 1e3, 1e-3)
+
+    def cycles_for(self, us: float) -> int:
+        return max(1, int(us * self.cycles_per_us))
+
+    def __call__(self, cycles: int):
+        self.torch.cuda._sleep(cycles)
+
+
+def _estimate_ms(torch, fn, flush, spin) -> float:
     """Warm-up, and the time per call it suggests (the median of the timed calls). The first
     calls are not timed: a library's first call at a new size (cuBLAS picking its kernel, a
-    workspace allocation) can take milliseconds. Then at least WARMUP_MS of GPU time, so that
-    clocks and power settle before the rounds that count."""
+    workspace allocation) can take milliseconds."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
-    while len(times) < 5 or (sum(times) < WARMUP_MS and len(times) < 2000):
+    while len(times) < 5 or (sum(times) < WARMUP_MS and len(times) < 500):
         flush()
         start.record()
         fn()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-        time.sleep(IDLE_FACTOR * times[-1] / 1e3)
     return sorted(times)[len(times) // 2]
 
 
-def _idler(torch):
-    """idle(ms): keep the GPU idle for about `ms` without the host waiting, by queueing one
-    single-thread spin kernel (torch.cuda._sleep) whose cycles are calibrated here. A spinning
-    thread draws next to no power, so the board cools off as if idle; and the stream stays
-    busy while the host queues the next launches, so no host delay is ever timed (a host-side
-    sleep let the host's launch overhead into the events: up to 30 us on an 8192^2 copy)."""
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1000)
-    s.record()
-    torch.cuda._sleep(2_000_000)
-    e.record()
-    e.synchronize()
-    cycles_per_ms = 2_000_000 / max(s.elapsed_time(e), 1e-3)
-
-    def idle(ms: float):
-        if ms > 0:
-            torch.cuda._sleep(max(1, int(ms * cycles_per_ms)))
-
-    return idle
-
-
-def time_events(torch, fn, flush, idle, reps: int, idle_ms: float) -> list:
-    """One sample per launch: events recorded right before and after it, the L2 flushed before
-    each, the GPU idle for `idle_ms` before each flush. The idle and the flush keep the stream
-    busy while the host queues the launch, so a launch's host overhead is not timed."""
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        idle(idle_ms)
+def time_batch(torch, fn, flush, spin, n: int, spin_cycles: int) -> tuple:
+    """`n` samples: per launch the L2 flushed (where `flush` does), events right before and after
+    the launch, then events around a spin of `spin_cycles`. Returns (launch ms, spin ms) lists.
+    The spin keeps the stream busy while the host queues the next launch, so a launch's host
+    overhead is not timed."""
+    ev = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(n)]
+    for s, e, c0, c1 in ev:
         flush()
-        starts[i].record()
+        s.record()
         fn()
-        ends[i].record()
-    ends[-1].synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        e.record()
+        c0.record()
+        spin(spin_cycles)
+        c1.record()
+    ev[-1][3].synchronize()
+    return [s.elapsed_time(e) for s, e, _, _ in ev], [c0.elapsed_time(c1) for _, _, c0, c1 in ev]
 
 
-def time_graph(torch, fn, flush, inner: int, replays: int = GRAPH_REPLAYS) -> list:
+def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: float, limit_s: float) -> dict:
+    """One round, stopped by the events: samples until at least MIN_SAMPLES kept ones and `min_s`
+    of wall time, then until the median's 95% interval is within +-NOISE_TARGET, or `limit_s`.
+    A sample whose clock reading (cycles over the spin's event time) is under `floor_mhz` is
+    discarded. The event time of a spin also counts its launch's start (a few us), so this
+    reading is low by a few percent: only the floor is decided with it."""
+    events, spins, t0 = [], [], time.perf_counter()
+    batch = MIN_SAMPLES
+    while True:
+        e, s = time_batch(torch, fn, flush, spin, batch, spin_cycles)
+        events += e
+        spins += s
+        kept = [t for t, sp in zip(events, spins) if not _below(spin_cycles, sp, floor_mhz)]
+        elapsed = time.perf_counter() - t0
+        noise = stats.median_noise(kept) if len(kept) >= 2 else None
+        enough = len(kept) >= MIN_SAMPLES and elapsed >= min_s
+        if enough and noise is not None and noise <= NOISE_TARGET:
+            reached = True
+            break
+        if elapsed >= limit_s:
+            reached = False
+            break
+        per = elapsed / len(events)
+        want = max(MIN_SAMPLES, int((min_s - elapsed) / per) + 1) if elapsed < min_s else len(events) // 2
+        batch = max(1, min(MAX_BATCH, want, int((limit_s - elapsed) / per) + 1))
+    return {"events": events, "spin_event_ms": spins, "reached": reached, "noise": noise,
+            "elapsed_s": round(elapsed, 4),
+            "discarded": [i for i, sp in enumerate(spins) if _below(spin_cycles, sp, floor_mhz)]}
+
+
+def _below(cycles: int, spin_ms: float, floor_mhz) -> bool:
+    return floor_mhz is not None and spin_ms > 0 and cycles / (spin_ms * 1e3) < floor_mhz
+
+
+def time_graph(torch, fn, flush, spin, inner: int, replays: int = GRAPH_REPLAYS, idle_cycles: int = 0) -> list:
     """Per-launch time from CUDA graphs: a graph of `inner` (flush, fn) pairs and one of `inner`
-    flushes alone, replayed alternately (the GPU idle between replays as between launches); each
+    flushes alone, replayed alternately (a spin between replays where the caller idles); each
     sample is (pair replay - median flush replay) / inner. Graphs remove the host's launch gaps;
     the flush is captured like the kernel. What this counts beyond the kernel itself: the
     write-back of the dirty lines it leaves in the L2, which the next flush pays (seen on the
     H100: about +7% for a 256 MB copy whose profiler time agrees with ncu's gpu__time_duration)."""
+    flushing = flush is not _no_flush
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -117,21 +173,24 @@ def time_graph(torch, fn, flush, inner: int, replays: int = GRAPH_REPLAYS) -> li
             for _ in range(inner):
                 flush()
                 fn()
-        with torch.cuda.graph(only, stream=stream):
-            for _ in range(inner):
-                flush()
+        if flushing:
+            with torch.cuda.graph(only, stream=stream):
+                for _ in range(inner):
+                    flush()
     torch.cuda.current_stream().wait_stream(stream)
     t_both, t_only = [], []
     for _ in range(replays):
-        for g, acc in ((both, t_both), (only, t_only)):
+        for g, acc in ((both, t_both), (only, t_only)) if flushing else ((both, t_both),):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             g.replay()
             e.record()
+            if idle_cycles:
+                spin(idle_cycles * inner)
             e.synchronize()
             acc.append(s.elapsed_time(e))
-            time.sleep(IDLE_FACTOR * acc[-1] / 1e3)
-    flush_ms = stats.summarize(t_only)["median_ms"]
+    torch.cuda.synchronize()
+    flush_ms = stats.summarize(t_only)["median_ms"] if flushing else 0.0
     del both, only
     return [(t - flush_ms) / inner for t in t_both]
 
@@ -140,9 +199,8 @@ class _Profiler:
     """The profiler's (CUPTI's) records of the GPU work inside the block, through torch.profiler:
     each activity's name and its start and end on the GPU's clock (ns). These are the kernel's
     own start and end, what Nsight Systems shows; CUDA events around a launch also count the
-    launch's start after the previous work (3.1-3.5 us on the H100), and ncu's
-    gpu__time_duration 1.2-1.5 us of it. None, with the reason, when the profiler cannot run
-    (another profiler, such as ncu, holds CUPTI)."""
+    launch's start after the previous work (3.1-3.5 us on the H100). None, with the reason, when
+    the profiler cannot run (another profiler, such as ncu, holds CUPTI)."""
 
     def __init__(self, torch):
         self.torch, self.records, self.error, self._prof = torch, None, None, None
@@ -185,64 +243,132 @@ def _names(torch, fn) -> set:
     return {r[0] for r in p.records}
 
 
-def compare(contenders: dict, nvml_index: int = 0) -> dict:
+def reference_clock(nvml_index: int, spin: _Spinner) -> dict:
+    """The SM clock samples are held to: NVML's default applications clock (what the board runs
+    at when nothing lowers it), else its maximum SM clock, else the spin's calibration."""
+    nv = nvml._pynvml()
+    if nv is not None:
+        try:
+            nv.nvmlInit()
+            try:
+                h = nv.nvmlDeviceGetHandleByIndex(nvml_index)
+                for what, call in (("nvml default applications clock", "nvmlDeviceGetDefaultApplicationsClock"),
+                                   ("nvml max SM clock", "nvmlDeviceGetMaxClockInfo")):
+                    try:
+                        mhz = getattr(nv, call)(h, nv.NVML_CLOCK_SM)
+                    except nv.NVMLError:
+                        continue
+                    if mhz:
+                        return {"mhz": float(mhz), "source": what}
+            finally:
+                nv.nvmlShutdown()
+        except nv.NVMLError:
+            pass
+    return {"mhz": round(spin.cycles_per_us, 1), "source": "spin calibration"}
+
+
+def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_factor: float = 0.0) -> dict:
     """Time each contender (name -> zero-argument callable that launches asynchronously),
-    interleaved round by round, every launch timed by the profiler and by CUDA events at once,
-    then by CUDA graphs. Returns per contender a summary (the headline median: the profiler's
-    where it ran, else the events'; per-round medians and their spread; each method's summary and
-    their agreement), NVML sampled (reprokit.harness.nvml) over the rounds (`nvml`) and over the
-    graph replays (`nvml_graph`), and `raw` (every sample, by contender, method and round)."""
+    interleaved round by round, every launch timed by the profiler and by CUDA events at once
+    and followed by a clock reading, then by CUDA graphs. `flush`: empty the L2 before each
+    launch; `idle_factor`: the spin after each launch lasts that many times the launch's time
+    (at least SPIN_MIN_US). Returns per contender a summary (summarize_contender), NVML sampled
+    over the rounds (`nvml`) and over the graph replays (`nvml_graph`), the options (`method`),
+    and `raw` (every sample, by contender, method and round)."""
     import torch
 
-    flush, idle = _flusher(torch), _idler(torch)
-    est = {name: _estimate_ms(torch, fn, flush) for name, fn in contenders.items()}
-    raw = {name: {"events": [], "profiler": [], "graph": []} for name in contenders}
-    reps = {name: int(min(MAX_REPS, max(MIN_REPS, TARGET_MS / max(est[name], 1e-3)))) for name in contenders}
+    flusher = _flusher(torch) if flush else _no_flush
+    spin = _Spinner(torch)
+    ref = reference_clock(nvml_index, spin)
+    floor = CLOCK_FLOOR * ref["mhz"]
+    est = {name: _estimate_ms(torch, fn, flusher, spin) for name, fn in contenders.items()}
+    cycles = {name: spin.cycles_for(max(SPIN_MIN_US, 1e3 * idle_factor * est[name])) for name in contenders}
+    raw = {name: {"events": [], "profiler": [], "graph": [], "spin_cycles": cycles[name], "spin_event_ms": [],
+                  "spin_profiler_ms": [], "discarded": [], "reached": [], "noise": [], "elapsed_s": []}
+           for name in contenders}
     try:  # what separates one timed launch from the next in the profiler's records
-        boundaries = _names(torch, flush) | _names(torch, lambda: idle(0.01))
+        spin_names = _names(torch, lambda: spin(100))
+        flush_names = _names(torch, flusher) if flush else set()
         prof_error = None
     except RuntimeError as e:
-        boundaries, prof_error = None, str(e)
+        spin_names, flush_names, prof_error = set(), set(), str(e)
+    min_s, limit_s = MIN_TIME_S / ROUNDS, TIME_LIMIT_S / ROUNDS
     # NVML watches the rounds (the headline) and the graphs apart: a graph replays its launches
     # back to back, and a big GEMM's replay alone can reach the power cap.
-    with nvml.Sampler(nvml_index, 0.02) as watched:
-        with _Profiler(torch) as prof:
-            for _ in range(ROUNDS):
-                for name, fn in contenders.items():
-                    raw[name]["events"].append(time_events(torch, fn, flush, idle, reps[name], IDLE_FACTOR * est[name]))
-    order = [name for _ in range(ROUNDS) for name in contenders]
+    with nvml.Sampler(nvml_index, 0.02) as watched, _Profiler(torch) as prof:
+        for _ in range(ROUNDS):
+            for name, fn in contenders.items():
+                r = measure_round(torch, fn, flusher, spin, cycles[name], floor, min_s, limit_s)
+                for key in ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s"):
+                    raw[name][key].append(r[key])
+    order = [(name, i) for i in range(ROUNDS) for name in contenders]
     prof_error = prof_error or prof.error
     if prof_error is None:
         try:
-            per_launch = stats.split_launches(prof.records, boundaries, [reps[n] for n in order])
+            per_launch = stats.split_launches(prof.records, flush_names | spin_names,
+                                              [len(raw[n]["events"][i]) for n, i in order], spins=spin_names)
         except ValueError as e:
             prof_error = str(e)
         else:
-            for name, samples in zip(order, per_launch):
-                raw[name]["profiler"].append(samples)
+            for (name, _), (times, spins) in zip(order, per_launch):
+                raw[name]["profiler"].append(times)
+                raw[name]["spin_profiler_ms"].append(spins)
     with nvml.Sampler(nvml_index, 0.02) as watched_graph:
         for name, fn in contenders.items():
             inner = int(min(200, max(5, GRAPH_TARGET_MS / max(est[name], 1e-3))))
+            idle = spin.cycles_for(1e3 * idle_factor * est[name]) if idle_factor else 0
             try:
-                raw[name]["graph"].append(time_graph(torch, fn, flush, inner))
+                raw[name]["graph"].append(time_graph(torch, fn, flusher, spin, inner, idle_cycles=idle))
             except RuntimeError as e:  # a kernel that cannot be captured still has its other timings
                 raw[name]["graph_error"] = str(e).strip().splitlines()[0][:300]
-    out = {"raw": raw, "nvml": watched, "nvml_graph": watched_graph}
+    method = {"flush_l2": bool(flush), "idle_factor": float(idle_factor), "rounds": ROUNDS,
+              "noise_target": NOISE_TARGET, "min_samples": MIN_SAMPLES, "min_time_s": MIN_TIME_S,
+              "time_limit_s": TIME_LIMIT_S, "clock_floor": CLOCK_FLOOR, "reference_clock_mhz": ref["mhz"],
+              "reference_clock_source": ref["source"]}
+    out = {"raw": raw, "nvml": watched, "nvml_graph": watched_graph, "method": method}
     for name in contenders:
-        out[name] = summarize_contender(raw[name], prof_error)
+        out[name] = summarize_contender(raw[name], prof_error, method)
     return out
 
 
-def summarize_contender(raw: dict, profiler_error=None) -> dict:
-    """One contender's summary from its raw samples (pure: the CPU tests cover it)."""
-    events = stats.summarize([x for r in raw["events"] for x in r])
-    profiler = stats.summarize([x for r in raw["profiler"] for x in r]) if raw.get("profiler") else None
+def _kept(rounds: list, discarded: list) -> list:
+    out = []
+    for r, d in zip(rounds, discarded):
+        drop = set(d)
+        out.append([x for i, x in enumerate(r) if i not in drop])
+    return out
+
+
+def summarize_contender(raw: dict, profiler_error=None, method: dict | None = None) -> dict:
+    """One contender's summary from its raw samples (pure: the CPU tests cover it). Discarded
+    samples (clock under the floor) leave every method's figures; the clock per sample is the
+    spin's cycles over its profiler time where the profiler ran, else over its event time."""
+    method = method or {}
+    discarded = raw.get("discarded") or [[] for _ in raw["events"]]
+    ev_rounds = _kept(raw["events"], discarded)
+    pr_rounds = _kept(raw["profiler"], discarded) if raw.get("profiler") else []
+    events = stats.summarize([x for r in ev_rounds for x in r])
+    profiler = stats.summarize([x for r in pr_rounds for x in r]) if pr_rounds else None
     graph = stats.summarize(raw["graph"][0]) if raw.get("graph") else None
     headline = "profiler" if profiler else "events"
-    rounds = [stats.summarize(r)["median_ms"] for r in raw[headline]]
+    rounds = [stats.summarize(r)["median_ms"] for r in (pr_rounds if profiler else ev_rounds)]
+    clock = None
+    if raw.get("spin_cycles"):
+        src = "profiler" if raw.get("spin_profiler_ms") else "events"
+        spins = raw["spin_profiler_ms"] if src == "profiler" else raw["spin_event_ms"]
+        mhz = [raw["spin_cycles"] / (s * 1e3) for r in _kept(spins, discarded) for s in r if s > 0]
+        n_disc = sum(len(d) for d in discarded)
+        clock = {"source": f"GPU-side: SM cycles of a spin after each launch over its {src} time",
+                 "median_mhz": stats.summarize(mhz)["median_ms"] if mhz else None,
+                 "min_mhz": min(mhz) if mhz else None, "discarded": n_disc,
+                 "floor_mhz": (method.get("clock_floor") or 0) * (method.get("reference_clock_mhz") or 0) or None,
+                 "flagged": n_disc > 0}
+    reached = raw.get("reached")
+    flush = "L2 flushed before each launch" if method.get("flush_l2", True) else "L2 not flushed"
+    idle = method.get("idle_factor")
     return {
-        "method": ("profiler (CUPTI kernel records)" if profiler else "cuda-events")
-                  + f", L2 flushed before each launch, GPU idle {IDLE_FACTOR:g}x the launch's time between launches",
+        "method": ("profiler (CUPTI kernel records)" if profiler else "cuda-events") + f", {flush}"
+                  + (f", GPU idle {idle:g}x the launch's time between launches" if idle else ""),
         "headline": headline,
         "median_ms": (profiler or events)["median_ms"], "events": events, "profiler": profiler,
         "profiler_error": None if profiler else (profiler_error or "no profiler samples"),
@@ -253,4 +379,9 @@ def summarize_contender(raw: dict, profiler_error=None) -> dict:
         "agreement": stats.agreement(events["median_ms"], profiler["median_ms"]) if profiler
         else (stats.agreement(events["median_ms"], graph["median_ms"]) if graph else None),
         "graph_agreement": stats.agreement((profiler or events)["median_ms"], graph["median_ms"]) if graph else None,
+        "stopping": None if reached is None else {
+            "reached": all(reached), "rounds_reached": sum(1 for r in reached if r),
+            "noise": raw.get("noise"), "elapsed_s": raw.get("elapsed_s"),
+            "samples": [len(r) for r in raw["events"]]},
+        "clock": clock,
     }

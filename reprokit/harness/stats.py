@@ -85,31 +85,60 @@ def agreement(a: float, b: float):
     return abs(a - b) / min(a, b)
 
 
-def split_launches(records: list, boundaries: set, counts: list) -> list:
-    """The profiler's GPU records of timed launches, each after a flush, as per-launch times (ms).
+def median_interval(samples: list, z: float = 1.96) -> tuple:
+    """A distribution-free interval of the median (about 95% for z = 1.96): the order statistics
+    at ranks n/2 -+ z sqrt(n)/2 of the sorted samples."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("no samples")
+    n = len(xs)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half) - 1)
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return xs[lo], xs[hi]
+
+
+def median_noise(samples: list):
+    """The relative noise of a round's median: half the width of its interval over the median
+    (0.005: the median is known to +-0.5%). The benchmark stops a round on it."""
+    med = statistics.median(samples)
+    if med <= 0:
+        return None
+    lo, hi = median_interval(samples)
+    return (hi - lo) / 2 / med
+
+
+def split_launches(records: list, boundaries: set, counts: list, spins: set | None = None) -> list:
+    """The profiler's GPU records of timed launches as per-launch times (ms).
 
     `records` are (name, start_ns, end_ns) in start order; a launch is a run of records between
-    two boundaries (records named in `boundaries`: the flush, the idle spin before it), its time
-    from its first start to its last end,
-    so a call that makes several kernels (a library's GEMM and its reduction) is timed whole.
-    `counts` says how many launches each segment (contender and round, in order) made. Raises
-    ValueError when the records do not hold exactly that many launches: samples are never
-    guessed."""
+    two boundaries (records named in `boundaries`: the flush before it, the clock-reading spin
+    after it), its time from its first start to its last end, so a call that makes several
+    kernels (a library's GEMM and its reduction) is timed whole. `counts` says how many launches
+    each segment (contender and round, in order) made. Raises ValueError when the records do not
+    hold exactly that many launches: samples are never guessed.
+
+    With `spins` (the names of the spin that follows every launch), each segment is (launch
+    times, spin times): the spin's own time, which with its known cycles gives the clock."""
     launches, cur = [], None
     for name, start, end in records:
         if name in boundaries:
             if cur:
-                launches.append(cur)
+                launches.append((cur[0], cur[1], (end - start) if spins and name in spins else None))
             cur = None
             continue
         cur = [start, end] if cur is None else [cur[0], max(cur[1], end)]
     if cur:
-        launches.append(cur)
+        launches.append((cur[0], cur[1], None))
     if len(launches) != sum(counts):
         raise ValueError(f"the profiler recorded {len(launches)} launches between flushes, not {sum(counts)}")
+    if spins and any(sp is None for _, _, sp in launches):
+        raise ValueError("a launch in the profiler's records is not followed by its clock-reading spin")
     out, i = [], 0
     for n in counts:
-        out.append([(e - s) / 1e6 for s, e in launches[i:i + n]])
+        seg = launches[i:i + n]
+        times = [(e - s) / 1e6 for s, e, _ in seg]
+        out.append((times, [sp / 1e6 for _, _, sp in seg]) if spins else times)
         i += n
     return out
 
@@ -128,10 +157,10 @@ def throughput(kind: str, size: dict, median_ms: float, peak: float) -> dict:
 
 # Triton's OutOfResources message, in every release since 2.x:
 #   "out of resource: shared memory, Required: 262176, Hardware limit: 232448. Reducing ..."
-_OOR = re.compile(r"out of resources?: ([\w ]+?), Required: (\d+), Hardware limit: (\d+)", re.I)
+_OOR = re.compile(r"out of resources?: ([\w ]+?), Required: (\d+), Hardware limit: (\d+)", re.IGNORECASE)
 # The CUDA driver's error names as they surface through Triton's launcher or torch.
 _CUDA_ERR = re.compile(r"\b(CUDA_ERROR_\w+|cuda(?:Error)?\w*|illegal memory access|misaligned address|"
-                       r"unspecified launch failure|an illegal instruction)", re.I)
+                       r"unspecified launch failure|an illegal instruction)", re.IGNORECASE)
 
 
 def classify_launch_error(exc_type: str, message: str) -> dict:

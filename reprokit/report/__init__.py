@@ -14,7 +14,7 @@ from reprokit.errors import FileSystemError, OutputExists, UsageError
 FORMATS = ("md", "html")
 
 
-def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False) -> str:
+def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False, timing_options=None) -> str:
     """The report over `paths` (bundle files, in column order) as text."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
@@ -24,7 +24,7 @@ def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False) -> 
         matplotlib_pyplot()   # a host without the html extra hears so before any bundle is read
     from reprokit.report.model import build
 
-    report = build(paths, mixed_profiles=mixed_profiles)
+    report = build(paths, mixed_profiles=mixed_profiles, timing_options=timing_options)
     if fmt == "md":
         from reprokit.report import markdown
 

@@ -120,9 +120,12 @@ def standalone(bundle, case_id: str) -> Standalone | None:
     return Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}", small_text)
 
 
-def build(paths: Sequence[Path], *, mixed_profiles: bool = False) -> Report:
+def build(paths: Sequence[Path], *, mixed_profiles: bool = False, timing_options=None) -> Report:
+    from reprokit.compare.timing import DEFAULT
+
     inp = open_inputs(paths, mixed_profiles=mixed_profiles)
-    grid = compare([ResultSet.from_bundle(b, label=f.label) for b, f in zip(inp.bundles, inp.facts)])
+    grid = compare([ResultSet.from_bundle(b, label=f.label) for b, f in zip(inp.bundles, inp.facts)],
+                   timing_options=timing_options or DEFAULT)
     return Report(inp.facts, inp.bundles, grid, tuple(findings(grid)), tuple(api_changes(grid)))
 
 

@@ -37,7 +37,7 @@ def main() -> int:
     bound.run()
     torch.cuda.synchronize()
     if args.time:
-        res = bench.compare({"kernel": bound.run})
+        res = bench.compare({"kernel": bound.run}, **launch.bench_policy(recipe.kind, size))
         k = res["kernel"]
         print(json.dumps({"median_ms": k["median_ms"], "headline": k["headline"],
                           "events_ms": k["events"]["median_ms"], "graph_median_ms": k["graph_median_ms"],

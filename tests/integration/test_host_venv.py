@@ -17,7 +17,7 @@ IN_A_VENV = sys.prefix != sys.base_prefix
 
 def _imports(python: Path, module: str) -> str:
     p = subprocess.run([str(python), "-c", f"import {module}; print({module}.__file__)"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, check=False)
     return p.stdout.strip() if p.returncode == 0 else ""
 
 
@@ -34,7 +34,7 @@ def test_the_host_venv_sees_a_venv_interpreters_packages(tmp_path):
 
     target = tmp_path / "host-local"
     p = subprocess.run([sys.executable, "-m", "reprokit.hostvenv", str(target), "--see-this-python"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+                       capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     vpy = target / "bin" / "python"
     assert _imports(vpy, "matplotlib") == matplotlib.__file__
@@ -42,11 +42,12 @@ def test_the_host_venv_sees_a_venv_interpreters_packages(tmp_path):
     empty = tmp_path / "no-wheels"
     empty.mkdir()
     pip = subprocess.run([str(vpy), "-m", "pip", "install", "--disable-pip-version-check", "--no-index",
-                          "--find-links", str(empty), "matplotlib>=3.5"], capture_output=True, text=True, timeout=300)
+                          "--find-links", str(empty), "matplotlib>=3.5"], capture_output=True, text=True, timeout=300,
+                         check=False)
     assert pip.returncode == 0 and "already satisfied" in pip.stdout, pip.stdout + pip.stderr
     # Its own packages come first: a package installed into it shadows the interpreter's.
     order = subprocess.run([str(vpy), "-c", "import sys; print(sys.path)"], capture_output=True, text=True,
-                           timeout=60).stdout
+                           timeout=60, check=True).stdout
     assert order.index(str(target)) < order.index(str(Path(matplotlib.__file__).parents[1]))
 
 
@@ -60,7 +61,7 @@ def test_without_see_this_python_the_venv_is_isolated(tmp_path):
 
 def _make_dry(*args: str) -> str:
     p = subprocess.run(["make", "-n", "-B", ".reprokit/host-local/.installed", *args], capture_output=True,
-                       text=True, cwd=ROOT, timeout=60)
+                       text=True, cwd=ROOT, timeout=60, check=False)
     assert p.returncode == 0, p.stderr
     return p.stdout
 

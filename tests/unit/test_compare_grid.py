@@ -135,9 +135,12 @@ def test_gpu_times_are_compared_by_one_method_both_records_have():
         return {"id": "host_descriptor.p0", "status": "ok",
                 "gpu": {"status": "ok", "bench": [{"size": {"M": 4096}, "kernel": kernel}]}}
 
-    class NoIR:  # records without IR: only their GPU facts matter here
+    class NoIR:  # records without IR or raw samples: only their GPU facts matter here
         def normalised(self, case, level):
             return None
+
+        def bench_runs(self, case):
+            return []
 
     rs = NoIR()
     old = _cell(rs, record({"median_ms": 0.0244, "events": {"median_ms": 0.0244}}))  # before the profiler
