@@ -77,6 +77,17 @@ class _Spinner:
         e.record()
         e.synchronize()
         self.cycles_per_us = 2_000_000 / max(s.elapsed_time(e) * 1e3, 1e-3)
+        # Events around a spin also count its launch's start: measured here on short spins, and
+        # taken off the event time of each spin before it is read as a clock.
+        short = self.cycles_for(SPIN_MIN_US)
+        times = []
+        for _ in range(20):
+            s.record()
+            torch.cuda._sleep(short)
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e))
+        self.event_overhead_ms = max(0.0, sorted(times)[10] - SPIN_MIN_US / 1e3)
 
     def cycles_for(self, us: float) -> int:
         return max(1, int(us * self.cycles_per_us))
@@ -122,19 +133,21 @@ def time_batch(torch, fn, flush, spin, n: int, spin_cycles: int) -> tuple:
     return [s.elapsed_time(e) for s, e, _, _ in ev], [c0.elapsed_time(c1) for _, _, c0, c1 in ev]
 
 
-def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: float, limit_s: float) -> dict:
+def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: float, limit_s: float,
+                  overhead_ms: float = 0.0) -> dict:
     """One round, stopped by the events: samples until at least MIN_SAMPLES kept ones and `min_s`
     of wall time, then until the median's 95% interval is within +-NOISE_TARGET, or `limit_s`.
     A sample whose clock reading (cycles over the spin's event time) is under `floor_mhz` is
-    discarded. The event time of a spin also counts its launch's start (a few us), so this
-    reading is low by a few percent: only the floor is decided with it."""
+    discarded. The event time of a spin also counts its launch's start (`overhead_ms`, measured
+    by the spinner, is taken off); where the profiler ran, its exact spin times decide the
+    discards afterwards (compare)."""
     events, spins, t0 = [], [], time.perf_counter()
     batch = MIN_SAMPLES
     while True:
         e, s = time_batch(torch, fn, flush, spin, batch, spin_cycles)
         events += e
         spins += s
-        kept = [t for t, sp in zip(events, spins) if not _below(spin_cycles, sp, floor_mhz)]
+        kept = [t for t, sp in zip(events, spins) if not _below(spin_cycles, sp - overhead_ms, floor_mhz)]
         elapsed = time.perf_counter() - t0
         noise = stats.median_noise(kept) if len(kept) >= 2 else None
         enough = len(kept) >= MIN_SAMPLES and elapsed >= min_s
@@ -149,7 +162,7 @@ def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: fl
         batch = max(1, min(MAX_BATCH, want, int((limit_s - elapsed) / per) + 1))
     return {"events": events, "spin_event_ms": spins, "reached": reached, "noise": noise,
             "elapsed_s": round(elapsed, 4),
-            "discarded": [i for i, sp in enumerate(spins) if _below(spin_cycles, sp, floor_mhz)]}
+            "discarded": [i for i, sp in enumerate(spins) if _below(spin_cycles, sp - overhead_ms, floor_mhz)]}
 
 
 def _below(cycles: int, spin_ms: float, floor_mhz) -> bool:
@@ -298,7 +311,8 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     with nvml.Sampler(nvml_index, 0.02) as watched, _Profiler(torch) as prof:
         for _ in range(ROUNDS):
             for name, fn in contenders.items():
-                r = measure_round(torch, fn, flusher, spin, cycles[name], floor, min_s, limit_s)
+                r = measure_round(torch, fn, flusher, spin, cycles[name], floor, min_s, limit_s,
+                                  spin.event_overhead_ms)
                 for key in ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s"):
                     raw[name][key].append(r[key])
     order = [(name, i) for i in range(ROUNDS) for name in contenders]
@@ -310,9 +324,11 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
         except ValueError as e:
             prof_error = str(e)
         else:
-            for (name, _), (times, spins) in zip(order, per_launch):
+            for (name, i), (times, spins) in zip(order, per_launch):
                 raw[name]["profiler"].append(times)
                 raw[name]["spin_profiler_ms"].append(spins)
+                # The profiler's spin times are exact: they decide which samples were slow-clocked.
+                raw[name]["discarded"][i] = [j for j, sp in enumerate(spins) if _below(cycles[name], sp, floor)]
     with nvml.Sampler(nvml_index, 0.02) as watched_graph:
         for name, fn in contenders.items():
             inner = int(min(200, max(5, GRAPH_TARGET_MS / max(est[name], 1e-3))))
@@ -345,6 +361,9 @@ def summarize_contender(raw: dict, profiler_error=None, method: dict | None = No
     spin's cycles over its profiler time where the profiler ran, else over its event time."""
     method = method or {}
     discarded = raw.get("discarded") or [[] for _ in raw["events"]]
+    if not any(len(r) > len(set(d)) for r, d in zip(raw["events"], discarded)):
+        # Every sample under the floor: nothing would be left. They are kept, and flagged below.
+        discarded = [[] for _ in raw["events"]]
     ev_rounds = _kept(raw["events"], discarded)
     pr_rounds = _kept(raw["profiler"], discarded) if raw.get("profiler") else []
     events = stats.summarize([x for r in ev_rounds for x in r])
@@ -357,12 +376,12 @@ def summarize_contender(raw: dict, profiler_error=None, method: dict | None = No
         src = "profiler" if raw.get("spin_profiler_ms") else "events"
         spins = raw["spin_profiler_ms"] if src == "profiler" else raw["spin_event_ms"]
         mhz = [raw["spin_cycles"] / (s * 1e3) for r in _kept(spins, discarded) for s in r if s > 0]
-        n_disc = sum(len(d) for d in discarded)
+        n_disc = sum(len(d) for d in (raw.get("discarded") or []))
         clock = {"source": f"GPU-side: SM cycles of a spin after each launch over its {src} time",
                  "median_mhz": stats.summarize(mhz)["median_ms"] if mhz else None,
                  "min_mhz": min(mhz) if mhz else None, "discarded": n_disc,
                  "floor_mhz": (method.get("clock_floor") or 0) * (method.get("reference_clock_mhz") or 0) or None,
-                 "flagged": n_disc > 0}
+                 "flagged": n_disc > 0, "all_below_floor": bool(n_disc) and not any(discarded)}
     reached = raw.get("reached")
     flush = "L2 flushed before each launch" if method.get("flush_l2", True) else "L2 not flushed"
     idle = method.get("idle_factor")

@@ -132,3 +132,10 @@ def test_the_summary_drops_discarded_samples_from_every_method_and_reads_clocks(
     st = s["stopping"]
     assert st["reached"] is False and st["rounds_reached"] == 2 and st["samples"] == [3, 3, 3]
     assert "L2 flushed" in s["method"] and "idle" not in s["method"]
+
+
+def test_when_every_sample_is_under_the_floor_they_are_kept_and_flagged():
+    raw = {"events": [[0.03, 0.031]], "profiler": [[0.025, 0.026]], "graph": [], "spin_cycles": 39_600,
+           "spin_profiler_ms": [[0.04, 0.04]], "discarded": [[0, 1]]}
+    s = bench.summarize_contender(raw, None, {"clock_floor": 0.75, "reference_clock_mhz": 1980.0})
+    assert s["profiler"]["n"] == 2 and s["clock"]["all_below_floor"] and s["clock"]["discarded"] == 2
