@@ -370,7 +370,7 @@ def summarize_contender(raw: dict, profiler_error=None, method: dict | None = No
     profiler = stats.summarize([x for r in pr_rounds for x in r]) if pr_rounds else None
     graph = stats.summarize(raw["graph"][0]) if raw.get("graph") else None
     headline = "profiler" if profiler else "events"
-    rounds = [stats.summarize(r)["median_ms"] for r in (pr_rounds if profiler else ev_rounds)]
+    rounds = [stats.summarize(r)["median_ms"] for r in (pr_rounds if profiler else ev_rounds) if r]
     clock = None
     if raw.get("spin_cycles"):
         src = "profiler" if raw.get("spin_profiler_ms") else "events"

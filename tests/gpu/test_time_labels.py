@@ -51,42 +51,47 @@ def _launcher(n: int, delay: int):
     return run
 
 
-def _quick_ms(fn, reps: int = 60) -> float:
+def _quick_ms(fn, base, reps: int = 150) -> float:
+    """fn's time over base's, launches interleaved, L2 flushed before each: median of each."""
     flush = bench._flusher(torch)
-    times = []
+    times = {0: [], 1: []}
     for _ in range(reps):
-        flush()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+        for i, f in ((0, base), (1, fn)):
+            flush()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            f()
+            e.record()
+            e.synchronize()
+            times[i].append(s.elapsed_time(e))
+    return statistics.median(times[1]) / statistics.median(times[0])
 
 
 @pytest.fixture(scope="module")
 def planted():
     """(plain copy, delayed copy, measured ratio): the smallest delay that makes the copy at
-    least 4% slower, found by doubling then bisecting."""
+    least 4.5% slower (doubling, then bisecting), stepped up until a fresh measurement agrees."""
     base = _launcher(N, 0)
-    t0 = _quick_ms(base)
 
     def ratio(d):
-        return _quick_ms(_launcher(N, d)) / t0
+        return _quick_ms(_launcher(N, d), base)
 
     lo, hi = 0, 1
-    while ratio(hi) < 1.04:
+    while ratio(hi) < 1.045:
         lo, hi = hi, hi * 2
-        assert hi <= 4096, "no delay slows the copy by 4%"
+        assert hi <= 4096, "no delay slows the copy by 4.5%"
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ratio(mid) < 1.04 else (lo, mid)
-    slow = _launcher(N, hi)
+        lo, hi = (mid, hi) if ratio(mid) < 1.045 else (lo, mid)
     r = ratio(hi)
-    print(f"PLANTED delay {hi}: {r:.4f}x the plain copy ({t0 * 1e3:.1f} us)")
-    assert 1.03 <= r <= 1.10, f"the planted slowdown is {r:.3f}x, not about 5%"
-    return base, slow, r
+    for _ in range(10):
+        if r >= 1.04:
+            break
+        hi += 2
+        r = ratio(hi)
+    print(f"PLANTED delay {hi}: {r:.4f}x the plain copy")
+    assert 1.035 <= r <= 1.10, f"the planted slowdown is {r:.3f}x, not about 5%"
+    return base, _launcher(N, hi), r
 
 
 def _pair(a, b):
@@ -106,8 +111,8 @@ def test_a_planted_slowdown_is_slower_ten_times_and_faster_reversed(planted):
     assert [j.label for j in reverse] == [timing.FASTER] * 10
 
 
-def test_a_repeat_is_same_at_least_19_of_20(planted):
-    base, _, _ = planted
+def test_a_repeat_is_same_at_least_19_of_20():
+    base = _launcher(N, 0)
     judged = [timing.judge_raw(*_pair(base, base)) for _ in range(20)]
     labels = [j.label for j in judged]
     print("REPEAT", labels.count(timing.SAME), "of 20 SAME; ratios",
