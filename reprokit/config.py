@@ -108,19 +108,23 @@ class Stack:
     base_image: str | None = None
     dockerfile: str | None = None
     extra: dict = field(default_factory=dict)
+    # The folder `dockerfile` is relative to: a user's project for its own stacks (None: the
+    # defaults'). Not a pin: a bundle records the Dockerfile's name and hash, not where it lay.
+    root: Path | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_pins(cls, pins: dict, name: str | None = None) -> Stack:
+    def from_pins(cls, pins: dict, name: str | None = None, root: Path | None = None) -> Stack:
         """A stack from its pins() form (a manifest's or plan's) or a stacks.toml table (name given
         apart); keys that are not fields travel in `extra`."""
         pins = {**pins, "name": name} if name is not None else dict(pins)
         known = stack_fields()
         return cls(**{k: v for k, v in pins.items() if k in known or k == "name"},
-                   extra={k: v for k, v in pins.items() if k not in known and k != "name"})
+                   extra={k: v for k, v in pins.items() if k not in known and k != "name"}, root=root)
 
     def pins(self) -> dict:
         d = asdict(self)
         d.pop("extra")
+        d.pop("root")
         d.update(self.extra)
         return {k: v for k, v in d.items() if v is not None}
 
@@ -134,7 +138,7 @@ class Stack:
 
 def stack_fields() -> frozenset:
     """The pins a Stack knows by name (triton, torch, ...): everything else is `extra`."""
-    return frozenset(f.name for f in fields(Stack)) - {"name", "extra"}
+    return frozenset(f.name for f in fields(Stack)) - {"name", "extra", "root"}
 
 
 def gpu_keys() -> frozenset:
@@ -183,17 +187,14 @@ def load_toml(path: Path) -> dict:
 
 
 def stacks_and_gpus(path: Path) -> tuple[dict, dict]:
-    """The [stacks.*] and [gpus.*] tables of a reprokit.toml, a stack's dockerfile made absolute
-    (it is named relative to the file). They extend the defaults."""
+    """The [stacks.*] and [gpus.*] tables of a reprokit.toml. They extend the defaults; a stack's
+    dockerfile is named relative to the file (Stack.root)."""
     raw = load_toml(path)
     stacks = {}
     for name, table in (raw.get("stacks") or {}).items():
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [stacks.{name}] must be a table")
-        table = dict(table)
-        if isinstance(table.get("dockerfile"), str):
-            table["dockerfile"] = str((Path(path).parent / table["dockerfile"]).absolute())
-        stacks[name] = table
+        stacks[name] = dict(table)
     gpus = raw.get("gpus") or {}
     if not isinstance(gpus, dict) or not all(isinstance(g, dict) for g in gpus.values()):
         raise ConfigError(f"{path}: [gpus.NAME] entries must be tables")
@@ -205,15 +206,15 @@ def load_config(path: Path | None = None) -> Config:
     the user's reprokit.toml (use_project) added; a project's entry replaces a default of the same name."""
     path = path or defaults_root() / "stacks.toml"
     raw = load_toml(path)
-    layers = [(path, raw.get("stacks", {}), raw.get("gpus", {}))]
+    layers = [(path, None, raw.get("stacks", {}), raw.get("gpus", {}))]
     if _PROJECT is not None:
-        layers.append((_PROJECT, *stacks_and_gpus(_PROJECT)))
+        layers.append((_PROJECT, _PROJECT.absolute().parent, *stacks_and_gpus(_PROJECT)))
     stacks, gpus = {}, {}
-    for where, layer_stacks, layer_gpus in layers:
+    for where, root, layer_stacks, layer_gpus in layers:
         for name, s in layer_stacks.items():
             if "triton" not in s:
                 raise ConfigError(f"{where}: stack {name!r} has no 'triton' pin")
-            stacks[name] = Stack.from_pins(s, name=name)
+            stacks[name] = Stack.from_pins(s, name=name, root=root)
         for key, g in layer_gpus.items():
             gpus[key] = GpuProfile.from_dict(g, key=key, where=f"{where}: GPU profile")
     if not gpus:

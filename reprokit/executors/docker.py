@@ -161,6 +161,9 @@ class DockerExecutor(Executor):
     # -- images ---------------------------------------------------------------------------------
 
     def dockerfile(self, stack: Stack) -> Path:
+        # A project's own stack names its Dockerfile relative to its reprokit.toml (Stack.root).
+        if stack.dockerfile and stack.root is not None:
+            return stack.root / stack.dockerfile
         return self.root / (stack.dockerfile or DEFAULT_DOCKERFILE)
 
     def build_args(self, stack: Stack) -> dict[str, str]:

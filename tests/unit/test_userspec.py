@@ -256,7 +256,7 @@ fp16_tflops = 756
     p = cli("stacks", "--json", cwd=tmp_path / "kernels")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
-    assert data["stacks"]["triton-3.6-mine"]["dockerfile"] == str(tmp_path / "docker" / "mine.Dockerfile")
+    assert data["stacks"]["triton-3.6-mine"]["dockerfile"] == "docker/mine.Dockerfile"   # as written: no path
     assert "triton-3.0-cu129" in data["stacks"] and {"h100", "h100-mine"} <= set(data["gpus"])
     # --gpu and --stacks may name them (checked at the door against the merged list)
     r = cli("capture", "--gpu", "h100-mine", "--stack", "triton-3.6-mine", "--executor", "venv", "--cases", "none",
@@ -265,6 +265,12 @@ fp16_tflops = 756
     try:
         use_project(tmp_path / "reprokit.toml")
         assert load_config().gpu("h100-mine").sm_count == 114
+        from reprokit.executors.docker import DockerExecutor
+
+        docker = DockerExecutor(root=ROOT)
+        mine, default = load_config().stack("triton-3.6-mine"), load_config().stack("triton-3.6-cu130")
+        assert docker.dockerfile(mine) == tmp_path / "docker" / "mine.Dockerfile"
+        assert docker.dockerfile(default) == ROOT / "Dockerfiles" / "stack.Dockerfile"
     finally:
         use_project(None)
     assert "h100-mine" not in load_config().gpus
