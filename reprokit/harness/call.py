@@ -384,6 +384,10 @@ def spec_key(fn, call: dict, config: int | None = None, profile: dict | None = N
     config; `profile` (a GPU profile dict: capability, sm_count, smem_per_block) answers the JIT
     through a stand-in driver when no GPU driver is active (compile-only, the interpreter).
     """
-    spec = derive(fn, call, config=config, driver_profile=profile).spec
+    return key_of(derive(fn, call, config=config, driver_profile=profile).spec)
+
+
+def key_of(spec: dict) -> tuple:
+    """spec_key's tuple for a spec record already derived (`Derived.spec`)."""
     return tuple(json.dumps(spec.get(k), sort_keys=True) for k in
                  ("kernel", "signature", "constexprs", "divisibility", "equal_to_1", "options", "autotune"))

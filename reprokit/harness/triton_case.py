@@ -89,12 +89,7 @@ def prepare(case: dict, kernels_dir: str):
     """The kernel's module loaded (its code runs here, in the case's own process) and its
     ASTSource made."""
     fn = load_kernel(kernels_dir, case["kernel"]["file"], case["kernel"]["function"])
-    constexprs = case.get("constexprs", {})
-    if case.get("kind") == "call":  # None and tl dtypes travel as {"none": true} and {"dtype": name}
-        from reprokit.harness.speckey import decode
-
-        constexprs = {k: decode(v) for k, v in constexprs.items()}
-    return compat.make_source(fn, case["signature"], constexprs, case.get("divisible_by_16", []))
+    return compat.make_source(fn, case["signature"], case.get("constexprs", {}), case.get("divisible_by_16", []))
 
 
 def compile_case(case: dict, plan: dict, case_dir: str, src, options: dict | None = None) -> dict:

@@ -18,7 +18,12 @@ import types
 
 import triton.language as tl
 
-from reprokit.harness.speckey import dtype_name
+from reprokit.harness.call import to_json
+
+
+def dtype_name(dtype) -> str:
+    """tl.float16 -> "float16", as `triton.language` names it."""
+    return to_json(dtype)["dtype"]
 
 
 def is_jit(obj) -> bool:
@@ -137,7 +142,12 @@ def extract(kernel) -> tuple:
     jit = kernel
     while not is_jit(jit):
         jit = jit.fn
-    fn = _jit_fn(jit)
+    return extract_function(_jit_fn(jit), jit)
+
+
+def extract_function(fn: types.FunctionType, jit) -> tuple:
+    """(file text, names left out) for a kernel's Python function; `jit` carries the decorator's
+    arguments (do_not_specialize, ...) as attributes."""
     ex = Extraction()
     ex.done.add(fn.__name__)
     ex.visit(fn)

@@ -1,10 +1,10 @@
 """A traced program's records as a plan: one declared "call" case per distinct specialisation.
 
 Each case carries the call as the contract in docs/user-cases.md writes it (`kind: "call"`,
-`call: {args, grid, options}`), and beside it the signature, constexprs and divisibility the
-release's JIT derived from the live arguments (reprokit.harness.speckey), which the harness
-compiles. Its `trace` object says where the kernel came from, how often it launched, and, for an
-autotuned kernel, which config it is and whether the program ran with it.
+`call: {args, grid, options}`), exactly as a declared case does: the harness specialises it with
+the stack's own JIT (reprokit.harness.call). Its `trace` object says where the kernel came from,
+how often it launched, the specialisation the program's own Triton derived for it (`spec`), and,
+for an autotuned kernel, which config it is and whether the program ran with it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def chosen_configs(specs, autotune) -> dict:
             if s["kernel"] != ev["kernel"] or s.get("autotune") is None:
                 continue
             consts = s["call"]["args"]
-            opts = s["options"]
+            opts = s["call"]["options"]
             if all(consts.get(k) == v for k, v in pick["kwargs"].items()) and \
                     all(opts.get(k, v) == v for k, v in pick.items() if k != "kwargs"):
                 chosen[s["n"]] = True
@@ -60,21 +60,21 @@ def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) ->
     counts = next((r["launches"] for r in run.records if r["type"] == "end"), {})
     cases = []
     for s in run.specs:
-        opts = s["options"]
+        opts = s["call"]["options"]
         src = s.get("source") or {}
         trace = {"n": s["n"], "launched": s["n"] in run.launched, "launches": counts.get(str(s["n"])),
                  "source": {"file": f"trace/sources/{Path(src['path']).name}" if src.get("path") else None,
                             "line": src.get("line")},
-                 "left_out": list(s.get("skipped_names") or [])}
+                 "left_out": list(s.get("skipped_names") or []), "spec": s["spec"]}
         if s.get("autotune"):
             trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
         cases.append({
-            "id": ids[s["n"]], "kind": "call", "family": SUITE, "control": "call",
+            "id": ids[s["n"]], "kind": "call", "family": s["kernel"], "control": "call",
             "description": f"{s['kernel']} as {Path(src.get('path') or '?').name}:{src.get('line')} launched it",
             "kernel": {"file": s["file"], "function": s["kernel"]},
             "call": s["call"],
-            "signature": dict(s["signature"]), "constexprs": dict(s["constexprs"]),
-            "divisible_by_16": list(s["divisible_by_16"]),
+            # The stack's JIT derives these from `call` (docs/user-cases.md): empty here, as for a declared case.
+            "signature": {}, "constexprs": {}, "divisible_by_16": [],
             "num_warps": int(opts.get("num_warps", DEFAULT_WARPS)),
             "num_stages": int(opts.get("num_stages", DEFAULT_STAGES)),
             "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),

@@ -10,9 +10,10 @@ on every release 3.0-3.9 (each has these methods under these names; the hooks do
   its benchmarker would ask the driver: it gets an ordinal benchmarker (standin.OrdinalBench), so
   every config runs once, all are recorded, and the first is the one the program goes on with.
 
-The specialisation of each launch comes from `reprokit.harness.speckey` (the release's own
-binder), never from the hooks, so GPU and interpreter traces are alike. A launch whose
-specialisation was seen before costs a dictionary look-up. Records are appended to
+The specialisation of each launch comes from the harness's derivation (reprokit.harness.call:
+the release's own JIT run on stand-ins of the launch's arguments, the same code that specialises
+a declared call case), never from the hooks, so GPU and interpreter traces are alike. A launch
+whose arguments were seen before costs their description and a dictionary look-up. Records are appended to
 `$REPROKIT_TRACE_DIR/records.jsonl` and flushed at once, so a program that dies midway leaves
 everything it launched before.
 """
@@ -20,11 +21,13 @@ everything it launched before.
 from __future__ import annotations
 
 import atexit
+import inspect
 import json
 import os
 import platform
 import sys
 import threading
+import types
 
 _STATE: dict = {}
 _LOCK = threading.RLock()
@@ -41,7 +44,7 @@ def install() -> None:
     interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
     os.makedirs(os.path.join(out, "kernels"), exist_ok=True)
     _STATE.update(out=out, profile=profile, capability=int(profile.get("capability", 90)), interpret=interpret,
-                  tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), seen={}, kernels={}, autotune=[],
+                  tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), seen={}, memo={}, kernels={},
                   # open for the program's whole life: each record is flushed as it is written
                   log=open(os.path.join(out, "records.jsonl"), "a"), count=0, standin=None)  # noqa: SIM115
     _event({"type": "start", "triton": triton.__version__, "interpret": interpret, "python": sys.executable,
@@ -126,11 +129,9 @@ def _wrap_grid_executor(cls) -> None:
         return
 
     def call(self, *args, **kwargs):
-        from reprokit.harness import speckey
-
         entry = None
         try:
-            entry = _see(speckey.jit_twin(self.fn), args, kwargs, self.grid)
+            entry = _see(self.fn, args, kwargs, self.grid)
         except Exception as e:  # noqa: BLE001 - as in _wrap_run: the program runs on, the miss is recorded
             _event({"type": "miss", "kernel": getattr(self.fn, "__name__", "?"), "error": f"{type(e).__name__}: {e}"[:500]})
         if entry is not None and entry.get("save"):
@@ -149,55 +150,29 @@ def _wrap_grid_executor(cls) -> None:
 
 
 def _name(kernel) -> str:
-    fn = getattr(kernel, "fn", None)
+    fn = kernel if inspect.isfunction(kernel) else getattr(kernel, "fn", None)
     return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "?")
 
 
-def _see(kernel, args: tuple, kwargs: dict, grid):
-    """The record of this launch's specialisation: new ones are written out, known ones counted."""
-    from reprokit.harness import speckey
-
-    spec, bound = speckey.derive_bound(kernel, args, kwargs, _STATE["capability"])
-    key = (id(getattr(kernel, "fn", kernel)), spec.key())
-    with _LOCK:
-        entry = _STATE["seen"].get(key)
-        if entry is not None:
-            entry["launches"] += 1
-            return None
-        _STATE["count"] += 1
-        n = _STATE["count"]
-        entry = {"n": n, "launches": 1, "launched": False, "save": _STATE["tensors"] != "none"}
-        _STATE["seen"][key] = entry
-        kfile = _kernel_file(kernel)
-        tuning = _TUNING.stack[-1] if getattr(_TUNING, "stack", None) else None
-        rec = {"type": "spec", "n": n, "kernel": _name(kernel), "file": kfile["file"], "source": kfile["source"],
-               "skipped_names": kfile["skipped"], "call": _call(kernel, bound, kwargs, grid, spec),
-               "signature": dict(spec.signature),
-               "constexprs": {k: speckey.encode(v) for k, v in spec.constexprs.items()},
-               "divisible_by_16": list(spec.divisible_by_16), "options": _plain(spec.options),
-               "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}}
-        _event(rec)
-        return entry
+_LAUNCH = ("grid", "warmup", "stream")
+_JIT_ARGS = ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline")
 
 
-def _plain(d: dict) -> dict:
-    return {k: (v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)) for k, v in d.items()}
-
-
-def _kernel_file(kernel) -> dict:
-    """The extracted source file of this kernel (written once per kernel), and where it came from."""
-    import inspect
-
-    from reprokit.trace import extract
-
-    jit = kernel
-    while not extract.is_jit(jit):
-        jit = jit.fn
-    fn = jit.fn
+def _kernel(launcher) -> dict:
+    """What is known of a kernel once: its Python function, its signature, the JIT twin the
+    derivation runs (never the program's own JITFunction, whose cache would answer instead of
+    compiling), and its extracted source file."""
+    fn = launcher if inspect.isfunction(launcher) else launcher.fn
     known = _STATE["kernels"].get(id(fn))
     if known is not None:
         return known
-    text, skipped = extract.extract(jit)
+    from reprokit.harness import call
+    from reprokit.trace import extract
+
+    kw = dict(getattr(launcher, "kwargs", None) or {})  # the interpreter keeps the decorator's arguments here
+    decorated = types.SimpleNamespace(fn=fn, **{k: getattr(launcher, k, None) if getattr(launcher, k, None)
+                                                 is not None else kw.get(k) for k in _JIT_ARGS})
+    text, skipped = extract.extract_function(fn, decorated)
     src = inspect.getsourcefile(fn) or ""
     stem = os.path.splitext(os.path.basename(src))[0] or "kernel"
     name = f"{stem}.{fn.__name__}.py"
@@ -207,41 +182,79 @@ def _kernel_file(kernel) -> dict:
         name, i = f"{stem}.{fn.__name__}-{i}.py", i + 1
     with open(os.path.join(_STATE["out"], "kernels", name), "w") as f:
         f.write(text)
-    known = {"file": name, "skipped": skipped,
+    known = {"fn": fn, "signature": inspect.signature(fn), "twin": call.jit_function(decorated), "file": name,
+             "skipped": skipped,
              "source": {"path": os.path.abspath(src) if src else None, "line": fn.__code__.co_firstlineno}}
     _STATE["kernels"][id(fn)] = known
     return known
 
 
-def _call(kernel, bound: dict, kwargs: dict, grid, spec) -> dict:
-    """The launch as docs/user-cases.md writes a call: arguments by example, grid, options."""
-    from reprokit.harness import speckey
+def _see(launcher, args: tuple, kwargs: dict, grid):
+    """The record of this launch's specialisation: new ones are written out, known ones counted.
 
-    jit = speckey.jit_function(kernel)
-    args = {}
-    for p in jit.params:
-        args[p.name] = describe(bound.get(p.name))
+    A launch is first described as a call (docs/user-cases.md); a call seen before (the common
+    case: a loop) costs that description and a look-up. A new call is specialised by the
+    harness's derivation (reprokit.harness.call: the release's own JIT, on stand-ins of the
+    call's arguments), and two calls the JIT would compile once are one record.
+    """
+    from reprokit.harness import call as derivation
+
+    k = _kernel(launcher)
+    params = k["signature"].parameters
+    bound_sig = k["signature"].bind(*args, **{n: v for n, v in kwargs.items() if n in params})
+    bound_sig.apply_defaults()
+    bound = dict(bound_sig.arguments)
+    # What is neither a parameter nor the launch itself (3.0's autotuner and interpreter pass
+    # grid and warmup down as keywords) is a launch option.
+    options = {n: _plain(v) for n, v in kwargs.items() if n not in params and n not in _LAUNCH and v is not None}
+    the_call = {"args": {n: describe(v) for n, v in bound.items()}, "options": options}
+    memo_key = (id(k["fn"]), json.dumps(the_call, sort_keys=True))
+    with _LOCK:
+        entry = _STATE["memo"].get(memo_key)
+        if entry is not None:
+            entry["launches"] += 1
+            return None
     g = grid(dict(bound)) if callable(grid) else grid
-    g = [int(x) for x in (g if isinstance(g, (tuple, list)) else [g])]
-    return {"args": args, "grid": g, "options": _plain(spec.options)}
+    the_call["grid"] = [int(x) for x in (g if isinstance(g, (tuple, list)) else [g])]
+    profile = _STATE["profile"] if _STATE["interpret"] else None
+    spec = derivation.derive(k["twin"], the_call, driver_profile=profile).spec
+    key = (id(k["fn"]), derivation.key_of(spec))
+    with _LOCK:
+        entry = _STATE["seen"].get(key)
+        if entry is not None:
+            _STATE["memo"][memo_key] = entry
+            entry["launches"] += 1
+            return None
+        _STATE["count"] += 1
+        n = _STATE["count"]
+        entry = {"n": n, "launches": 1, "launched": False, "save": _STATE["tensors"] != "none"}
+        _STATE["seen"][key] = _STATE["memo"][memo_key] = entry
+        tuning = _TUNING.stack[-1] if getattr(_TUNING, "stack", None) else None
+        _event({"type": "spec", "n": n, "kernel": k["fn"].__name__, "file": k["file"], "source": k["source"],
+                "skipped_names": k["skipped"], "call": the_call, "spec": spec,
+                "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}})
+        return entry
+
+
+def _plain(v):
+    return v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)
 
 
 def describe(value):
     """One argument as the call contract writes it (tensors by metadata, never by data)."""
-    from reprokit.harness import speckey
+    from reprokit.harness.call import to_json
 
     if hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "stride"):
         return _tensor(value)
     if type(value).__name__ == "TensorDescriptor" and hasattr(value, "block_shape"):
-        base = value.base
-        d = _tensor(base)
-        d["tensor"] = [int(x) for x in value.shape]
-        d["strides"] = [int(x) for x in value.strides]
-        return {"descriptor": d, "block": [int(x) for x in value.block_shape]}
-    try:
-        return speckey.encode(value)
-    except TypeError:
-        return {"repr": repr(value)[:200]}
+        d = {"descriptor": _tensor(value.base), "block": [int(x) for x in value.block_shape],
+             "shape": [int(x) for x in value.shape], "strides": [int(x) for x in value.strides]}
+        if getattr(value, "padding", "zero") != "zero":
+            d["padding"] = value.padding
+        return d
+    if value is None:
+        return {"none": True}
+    return to_json(value)
 
 
 def _tensor(t) -> dict:

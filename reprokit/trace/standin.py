@@ -1,16 +1,18 @@
-"""A driver for Triton's interpreter on a host with no GPU.
+"""The driver a traced program gets under Triton's interpreter on a host with no GPU.
 
 `triton.runtime.driver.active` raises "0 active drivers" on a CPU even under TRITON_INTERPRET=1,
 so programs that take their device, SM count or target from it (as Triton's tutorials do) stop
-before their first kernel. The stand-in answers those questions from the GPU profile being traced
-for, puts tensors on the CPU, and times nothing: its benchmarker runs the call once and reports
-the order it was called in, so an autotuner keeps the first config it tried (recorder.py says
-which config that was).
+before their first kernel. The harness's stand-in (reprokit.harness.standin.Driver) answers
+those questions from the GPU profile; here it puts tensors on the CPU and, where the harness's
+refuses to time, gives an ordinal benchmarker: each call runs once and "takes" its order, so an
+autotuner keeps the first config it tried (recorder.py says which config that was).
 """
 
 from __future__ import annotations
 
-import types
+import importlib
+
+from reprokit.harness import standin as harness_standin
 
 
 class OrdinalBench:
@@ -26,51 +28,18 @@ class OrdinalBench:
         return [t, t, t] if quantiles else t
 
 
-class StandInDriver:
-    """Answers what programs ask the active driver, for the profile `profile` (a stacks.toml GPU
-    profile as a dict); used only under the interpreter, only where no real driver is active."""
+class TraceDriver(harness_standin.Driver):
+    """The harness's stand-in driver with CPU tensors, the CPU's device interface and the ordinal
+    benchmarker: what a program running under the interpreter needs of a driver."""
 
     def __init__(self, profile: dict):
-        from reprokit.harness.compat import gpu_target
-
-        self.profile = profile
-        self.target = gpu_target(int(profile.get("capability", 90)))
-        props = {"multiprocessor_count": int(profile.get("sm_count", 132)),
-                 "max_shared_mem": int(profile.get("smem_per_block", 232448)),
-                 "max_num_regs": 65536, "warpSize": 32, "sm_clock_rate": 1980000, "mem_clock_rate": 2619000,
-                 "mem_bus_width": 5120}
-        self.utils = types.SimpleNamespace(get_device_properties=lambda *_a, **_k: dict(props))
+        super().__init__(profile, torch_device="cpu")
         self.bench = OrdinalBench()
-
-    @staticmethod
-    def is_active() -> bool:
-        return True
-
-    def get_current_target(self):
-        return self.target
-
-    def get_active_torch_device(self):
-        import torch
-
-        return torch.device("cpu")
-
-    def get_current_device(self) -> int:
-        return 0
-
-    def set_current_device(self, device) -> None:
-        pass
-
-    def get_current_stream(self, device=None) -> int:
-        return 0
-
-    def get_device_capability(self, device=None):
-        cap = int(self.profile.get("capability", 90))
-        return (cap // 10, cap % 10)
 
     def get_device_interface(self):
         import torch
 
-        return torch.cpu
+        return torch.cpu  # synchronize() and friends exist, and do nothing, as on a CPU they should
 
     def get_benchmarker(self):
         return self.bench
@@ -83,22 +52,17 @@ class StandInDriver:
     def clear_cache(self, cache) -> None:
         pass
 
-    def __repr__(self) -> str:
-        return f"<reprokit stand-in driver for {self.profile.get('key', 'a GPU')} under the interpreter>"
 
-
-def install(profile: dict) -> StandInDriver | None:
+def install(profile: dict) -> TraceDriver | None:
     """Make the stand-in the active driver when no real one can be (returns it), else None."""
-    import importlib
-
     drv = importlib.import_module("triton.runtime.driver")  # the module, not the `driver` it exports
     try:
         drv._create_driver()
         return None
     except RuntimeError:
         pass
-    standin = StandInDriver(profile)
-    drv.driver.set_active(standin)
-    if hasattr(drv.driver, "_default"):  # 3.4+: `default` is a lazy property that would raise again
-        drv.driver._default = standin
-    return standin
+    stand_in = TraceDriver(profile)
+    drv.driver.set_active(stand_in)
+    if hasattr(drv.driver, "_default"):  # 3.2+: `default` is a lazy property that would raise again
+        drv.driver._default = stand_in
+    return stand_in
