@@ -14,8 +14,10 @@ from reprokit.errors import FileSystemError, OutputExists, UsageError
 FORMATS = ("md", "html")
 
 
-def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False, timing_options=None) -> str:
-    """The report over `paths` (bundle files, in column order) as text."""
+def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False, timing_options=None,
+           newest: Path | None = None) -> str:
+    """The report over `paths` (bundle files, in column order) as text; `newest`: a replay of the
+    first bundle on the newest release, which says which findings it no longer shows."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt == "html":
@@ -24,7 +26,7 @@ def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False, tim
         matplotlib_pyplot()   # a host without the html extra hears so before any bundle is read
     from reprokit.report.model import build
 
-    report = build(paths, mixed_profiles=mixed_profiles, timing_options=timing_options)
+    report = build(paths, mixed_profiles=mixed_profiles, timing_options=timing_options, newest=newest)
     if fmt == "md":
         from reprokit.report import markdown
 

@@ -19,6 +19,14 @@ from reprokit.compare.grid import Grid, Row
 KINDS = ("crash", "not met", "rejected", "moved", "metric")
 
 
+# triton-lang/triton's issue templates a finding is filed with, in the order a report gives them:
+# a compiler that fails or gives wrong results is a bug; a correct compile that misses what was
+# expected of its code (no TMA, more registers) is bad codegen; a kernel that got slower is a
+# performance issue. docs/report.md names the templates' commit.
+TEMPLATES = ("bug", "bad_codegen", "performance")
+_BROKEN = ("crash", "timeout", "compile_error", "error", "harness_error")
+
+
 @dataclass(frozen=True)
 class Finding:
     case: str
@@ -28,6 +36,19 @@ class Finding:
     @property
     def rank(self) -> int:
         return KINDS.index(self.kinds[0])
+
+    @property
+    def template(self) -> str:
+        """Which of TEMPLATES this finding is filed with."""
+        cells = [c for c in self.row.cells if c.present]
+        if {"crash", "rejected"} & set(self.kinds):
+            return "bug"
+        if any(c.status in _BROKEN or c.correct is False or "outputs" in c.moved or c.gpu_status not in (None, "ok")
+               for c in cells):
+            return "bug"
+        if any("time" in c.moved for c in cells) and not any(c.change == "verdict" for c in cells):
+            return "performance"
+        return "bad_codegen"
 
 
 def _api_only(row: Row) -> bool:
@@ -51,6 +72,12 @@ def kinds_of(row: Row) -> tuple:
     elif "metric" in changes and not _api_only(row):
         kinds.add("metric")
     return tuple(k for k in KINDS if k in kinds)
+
+
+def by_template(found) -> list[tuple[str, list[Finding]]]:
+    """(template, its findings in the given order) for each template that has any, in TEMPLATES order."""
+    return [(tpl, [f for f in found if f.template == tpl]) for tpl in TEMPLATES
+            if any(f.template == tpl for f in found)]
 
 
 def findings(grid: Grid) -> list[Finding]:

@@ -4,6 +4,8 @@ from its env.json, manifest and per-case ptxas records."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -63,17 +65,39 @@ def facts(bundle: Bundle) -> Facts:
     ran = sorted({(c.get("ptxas") or {}).get("version") for c in res.get("cases", [])} - {None})
     ptxas = ", ".join(ran) if ran else ((tools.get("ptxas") or {}).get("version") or "unknown") + " (none ran)"
     osi = env.get("os") or {}
+    # torch: its version, or "not installed" where the snapshot listed the packages and it was not
+    # among them (compile-only stacks carry none); "unknown" only where nothing was listed.
+    torch = (pkgs.get("torch") or {}).get("version") or ("not installed" if "packages" in env else None)
     return Facts(
         name=bundle.root, file=Path(bundle.path).name, sha256=bundle.sha256,
         triton=str(res.get("triton") or (m.get("stack") or {}).get("triton") or "?"),
         stack=str((m.get("stack") or {}).get("name") or "?"), profile=str(profile.get("key", "?")),
-        profile_name=str(profile.get("name", "?")), arch=str(profile.get("arch", "?")),
+        profile_name=str(profile.get("name", "?")), arch=_target(bundle, res) or str(profile.get("arch", "?")),
         mode=str(m.get("mode") or res.get("mode") or "?"), gpu=gpu_name,
         driver=gpu.get("driver") if gpu.get("available") else None,
         cuda=_cuda(gpu.get("cuda_driver")) if gpu.get("available") else None, ptxas=ptxas,
-        torch=(pkgs.get("torch") or {}).get("version"), python=(env.get("python") or {}).get("version"),
+        torch=torch, python=(env.get("python") or {}).get("version"),
         os=osi.get("distro") or osi.get("system"),
     )
+
+
+_TARGET = re.compile(rb"^\.target\s+(sm_\w+)", re.M)
+
+
+def _target(bundle: Bundle, results: dict) -> str | None:
+    """The exact target the PTX was compiled for (`sm_90a`, not the profile's `sm_90`): the first
+    case whose PTX the bundle holds says it."""
+    for c in results.get("cases", []):
+        rel = (c.get("artifacts") or {}).get("ptx")
+        if not rel:
+            continue
+        try:
+            m = _TARGET.search(bundle.read(rel)[:4096])
+        except KeyError:
+            continue
+        if m:
+            return m.group(1).decode()
+    return None
 
 
 def _labels(fs: list[Facts]) -> list[Facts]:

@@ -1,10 +1,15 @@
-"""The markdown report: a ready issue body for triton-lang/triton, in the shape of its bug
-template ("Describe the bug" with a copy-paste reproducer, observed against expected; then
-"Environment details", starting "Triton: ... GPU: ..."). Long parts sit in <details>.
+"""The markdown report: ready issue bodies for triton-lang/triton, one per template its findings
+need (bug_report.yml for a compiler that fails or gives wrong results, bad_codegen.yml for a
+correct compile that misses what was expected of its code, performance.yml for a slowdown), each
+filling its template's fields ("Describe the bug" or "Describe the issue", with the minimal
+reproducer, observed against expected; then "Environment details", starting "Triton: ... GPU:
+..."). Long parts sit in <details>. With --newest, each finding says whether the newest release
+still shows it ("fixed in X.Y.Z"), and fixed ones stay out of the suggested title.
 
 Deterministic: the same bundles in the same order give the same bytes (no clock, no paths but
-bundle file names). GitHub refuses an issue body over 65536 characters, so the least telling
-sections are shortened, step by step, until it fits, and the body says what was left out.
+bundle file names). Each body stays under 60000 characters (GitHub refuses 65536): the least
+telling sections are shortened, step by step, and the files left out are listed with their path
+in the bundle and their sha256.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import re
 
 from reprokit.compare.normalise import LEVELS
 from reprokit.compare.grid import moved_summary
+from reprokit.report.findings import by_template
 from reprokit.report.model import Report, tma_text
 
-BODY_LIMIT = 65536
+# GitHub refuses an issue body over 65536 characters; a body stays under 60000, leaving room to edit.
+BODY_LIMIT = 60000
 _DETAIL = ("full", "no-ir", "no-script", "short")   # how much of a finding's section a body keeps
 _MAX_TAIL = 1500                        # characters of a crash's stderr tail shown
 
@@ -212,22 +219,28 @@ def _standalone_part(r: Report, fnd) -> list[str]:
                     *fence(repro.minimal or repro.text, "python")])
 
 
-def _summary(r: Report) -> list[str]:
+def _summary(r: Report, found: list, template: str) -> list[str]:
     tritons = ", ".join(dict.fromkeys(f"{f.triton}" for f in r.facts))
-    n = len(r.findings)
+    n = len(found)
     head = (f"reprokit ran the `{r.bundles[0].plan.get('suite', '?')}` suite ({len(r.grid.rows)} cases) with "
             f"Triton {tritons} for {r.profile}. "
-            + (f"{n} case{'s' if n != 1 else ''} need{'s' if n == 1 else ''} a look:" if n
-               else "Nothing needs a look."))
+            + (f"{n} case{'s' if n != 1 else ''} need{'s' if n == 1 else ''} a look as {_TEMPLATE_WORDS[template]}:"
+               if n else "Nothing needs a look."))
     lines = [head, ""]
-    for fnd in r.findings:
+    for fnd in found:
         row = fnd.row
         where = [f.label for f, c in zip(r.facts, row.cells) if c.present and (
             ("crash" in fnd.kinds and c.status in ("crash", "timeout")) or
             ("not met" in fnd.kinds and c.met is False) or ("rejected" in fnd.kinds and c.verdict == "rejected"))]
         verdicts = " → ".join(f"{c.verdict}" if c.present else "absent" for c in row.cells)
+        newest = _newest_words(r, fnd)
         lines.append(f"- `{fnd.case}` ({', '.join(fnd.kinds)}): {verdicts}"
-                     + (f" ({', '.join(where)})" if where and len(r.facts) > 1 else ""))
+                     + (f" ({', '.join(where)})" if where and len(r.facts) > 1 else "")
+                     + (f"; {newest}" if newest else ""))
+    others = [f for f in r.findings if f not in found]
+    if others:
+        lines += ["", "Filed apart, with their own templates: "
+                  + "; ".join(f"`{f.case}` ({_TEMPLATE_WORDS[f.template]})" for f in others) + "."]
     if r.api:
         lines += ["", "API families that come and go (not bugs, listed for the record):", ""]
         for a in r.api:
@@ -236,35 +249,70 @@ def _summary(r: Report) -> list[str]:
     return lines + [""]
 
 
+def _newest_words(r: Report, fnd) -> str:
+    """With --newest: what the newest release does with the case, and "fixed in X" where the
+    problem is gone there."""
+    if r.newest is None:
+        return ""
+    cell = r.newest_cell(fnd.case)
+    if cell is None or not cell.present:
+        return f"newest release (Triton {r.newest.triton}): not in its bundle"
+    state = f"{cell.status}, verdict `{cell.verdict}`"
+    if r.fixed_in(fnd) is not None and cell.status == "unsupported":
+        return f"**no longer reproducible in {r.newest.triton}**: its API is gone there ({_esc(cell.error or 'unsupported')})"
+    if r.fixed_in(fnd) is not None:
+        return f"**fixed in {r.newest.triton}** ({state})"
+    return f"still there in the newest release, Triton {r.newest.triton} ({state})"
+
+
+# Each template's fields (headings), and the words the body uses for it: the templates of
+# triton-lang/triton's .github/ISSUE_TEMPLATE (bug_report.yml, bad_codegen.yml, performance.yml).
+TEMPLATE_FILES = {"bug": "bug_report.yml", "bad_codegen": "bad_codegen.yml", "performance": "performance.yml"}
+DESCRIBE = {"bug": "Describe the bug", "bad_codegen": "Describe the issue", "performance": "Describe the issue"}
+_TEMPLATE_WORDS = {"bug": "a bug", "bad_codegen": "bad codegen", "performance": "a performance issue"}
+
+
 def render(r: Report, *, limit: int = BODY_LIMIT) -> str:
-    """The issue body; shortened (least telling sections first) until it fits `limit`."""
-    detail = ["full"] * len(r.findings)
+    """One issue body per template the findings need (a bug, bad codegen, a performance issue),
+    each shortened (least telling sections first) until it fits `limit`."""
+    groups = by_template(r.findings) or [("bug", [])]
+    bodies = [_fit(r, found, tpl, k, len(groups), limit) for k, (tpl, found) in enumerate(groups, start=1)]
+    return "\n---\n\n".join(bodies)
+
+
+def _fit(r: Report, found: list, template: str, k: int, n: int, limit: int) -> str:
+    detail = ["full"] * len(found)
     sections: dict = {}
 
-    def section(k: int, d: str) -> list[str]:
-        if (k, d) not in sections:
-            sections[(k, d)] = finding_section(r, r.findings[k], d)
-        return sections[(k, d)]
+    def section(j: int, d: str) -> list[str]:
+        if (j, d) not in sections:
+            sections[(j, d)] = finding_section(r, found[j], d)
+        return sections[(j, d)]
 
     while True:
-        text = _assemble(r, detail, section)
+        text = _assemble(r, found, template, k, n, detail, section)
         if len(text) <= limit:
             return text
         # Shorten the last finding that can still be shortened: least telling first.
-        for k in range(len(detail) - 1, -1, -1):
-            if detail[k] != "short":
-                detail[k] = _DETAIL[_DETAIL.index(detail[k]) + 1]
+        for j in range(len(detail) - 1, -1, -1):
+            if detail[j] != "short":
+                detail[j] = _DETAIL[_DETAIL.index(detail[j]) + 1]
                 break
         else:
             return text   # only the grid and summaries are left; nothing more to take out
 
 
-def title(r: Report) -> str:
-    """A suggested issue title: the most telling finding, with the Triton releases it was seen on."""
+def title(r: Report, found: list | None = None) -> str:
+    """A suggested issue title: the most telling finding that the newest release (when given) still
+    shows, with the Triton releases it was seen on."""
     tritons = ", ".join(dict.fromkeys(f.triton for f in r.facts))
-    if not r.findings:
+    found = r.findings if found is None else found
+    open_ = [f for f in found if r.fixed_in(f) is None]
+    if not open_:
+        if found:
+            return f"[{r.profile_key}] Triton {tritons}: no finding reproduces in {r.newest.triton}"
         return f"[{r.profile_key}] Triton {tritons}: every expectation met, no verdict or metric moved"
-    fnd = r.findings[0]
+    fnd = open_[0]
     kind = fnd.kinds[0]
     cells = [(f, c) for f, c in zip(r.facts, fnd.row.cells) if c.present]
     if kind == "crash":
@@ -278,11 +326,15 @@ def title(r: Report) -> str:
     elif kind == "rejected":
         hit = [(f, c) for f, c in cells if c.verdict == "rejected"]
         what = f"{fnd.case} rejected" + (f" in {hit[0][1].failing_pass}" if hit[0][1].failing_pass else "")
+    elif kind == "metric":
+        hit = [(f, c) for f, c in cells if c.metrics]
+        what = f"{fnd.case}: " + ", ".join(m.text() for m in hit[-1][1].metrics) if hit else fnd.case
+        hit = hit or cells
     else:
         hit = cells
         what = f"{fnd.case}: " + " -> ".join(c.verdict or "?" for _, c in cells)
     seen = ", ".join(dict.fromkeys(f.triton for f, _ in hit))
-    more = f" (+{len(r.findings) - 1} more)" if len(r.findings) > 1 else ""
+    more = f" (+{len(open_) - 1} more)" if len(open_) > 1 else ""
     return f"[{r.profile_key}] Triton {seen}: {what}{more}"
 
 
@@ -294,23 +346,37 @@ def _left_out(r: Report, fnd, detail: str) -> str:
     if any(r.excerpts(i, fnd.case) for i in range(len(r.facts))):
         parts.append("IR excerpts")
     if detail == "no-script" and r.focus(fnd) is not None and r.standalone(r.focus(fnd), fnd.case):
-        parts.append("standalone reproducer")
+        parts.append("minimal reproducer")
     return " and ".join(parts)
 
 
-def _assemble(r: Report, detail: list[str], section) -> str:
-    lines = ["<!-- Made by `reprokit report` from the bundles listed under Environment details. "
-             "Paste as the body of a bug report: https://github.com/triton-lang/triton/issues/new/choose",
-             f"     Suggested title: {title(r).replace('--', '- -')} -->",
-             "", "### Describe the bug", ""]
-    lines += _summary(r)
+def _attached(r: Report, fnd) -> list[str]:
+    """The files of a shortened finding, each by its path in a bundle and its sha256: what a
+    reader fetches from the bundle instead."""
+    i = r.focus(fnd)
+    if i is None:
+        return []
+    files = [f for f in r.bundles[i].manifest.get("files", []) if f["path"].startswith(f"cases/{fnd.case}/")]
+    return [f"  - `{r.facts[i].file}`: `{f['path']}` sha256 `{f['sha256']}`" for f in files]
+
+
+def _assemble(r: Report, found: list, template: str, k: int, n: int, detail: list[str], section) -> str:
+    which = f" Issue {k} of {n}:" if n > 1 else ""
+    url = f"https://github.com/triton-lang/triton/issues/new?template={TEMPLATE_FILES[template]}"
+    lines = ["<!-- Made by `reprokit report` from the bundles listed under Environment details." + which
+             + f" Paste as the body of an issue with the {TEMPLATE_FILES[template]} template: {url}",
+             f"     Suggested title: {title(r, found).replace('--', '- -')} -->",
+             "", f"### {DESCRIBE[template]}", ""]
+    lines += _summary(r, found, template)
     lines += ["#### Verdicts", ""] + grid_lines(r)
-    for k, d in enumerate(detail):
-        lines += section(k, d)
-    cut = [f"`{f.case}` ({what})" for f, d in zip(r.findings, detail)
-           if d != "full" and (what := _left_out(r, f, d))]
+    for j, d in enumerate(detail):
+        lines += section(j, d)
+    cut = [(f, what) for f, d in zip(found, detail) if d != "full" and (what := _left_out(r, f, d))]
     if cut:
-        lines += [f"_Shortened to fit GitHub's {BODY_LIMIT}-character limit; left out, and in the bundles: "
-                  + "; ".join(cut) + "._", ""]
+        lines += [f"_Shortened to fit under {BODY_LIMIT} characters; left out here, and attached in the bundles:_", ""]
+        for f, what in cut:
+            lines.append(f"- `{f.case}` ({what}):")
+            lines += _attached(r, f)
+        lines.append("")
     lines += ["### Environment details", ""] + fence("\n".join(env_lines(r))) + [""] + bundle_table(r)
     return "\n".join(lines).rstrip("\n") + "\n"

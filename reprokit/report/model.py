@@ -22,7 +22,42 @@ class Report:
     grid: Grid
     findings: tuple      # Finding
     api: tuple           # ApiChange
+    newest: Facts | None = None   # --newest: a replay of the first bundle on the newest release
+    newest_grid: Grid | None = None   # the first bundle against that replay
     _memo: dict = field(default_factory=dict, repr=False, compare=False)   # excerpts and scripts, made once
+
+    def newest_cell(self, case_id: str) -> Cell | None:
+        """The case in the newest release's bundle, judged against the first bundle."""
+        if self.newest_grid is None:
+            return None
+        try:
+            return self.newest_grid.cell(case_id, self.newest_grid.columns[1].key)
+        except KeyError:
+            return None
+
+    def fixed_in(self, fnd: Finding) -> str | None:
+        """The newest release, where it no longer shows what made the case a finding; else None."""
+        cell = self.newest_cell(fnd.case)
+        if cell is None or not cell.present or self.newest is None:
+            return None
+        base = fnd.row.cells[0]
+        still = {
+            "crash": cell.status in ("crash", "timeout"),
+            "not met": cell.met is False,
+            "rejected": cell.verdict == "rejected" and cell.met is not True,
+            "moved": base.present and cell.verdict != fnd.row.cells[-1].verdict and cell.verdict != base.verdict,
+            "metric": bool(cell.metrics) and any(c.metrics for c in fnd.row.cells[1:]) and
+                      {m.name: m.after for m in cell.metrics} == {m.name: m.after for m in fnd.row.cells[-1].metrics},
+        }
+        if any(still[k] for k in fnd.kinds):
+            return None
+        if "moved" in fnd.kinds and cell.verdict == fnd.row.cells[-1].verdict:
+            return None  # the move holds in the newest release too
+        if "metric" in fnd.kinds and not cell.metrics:
+            return self.newest.triton  # back to the first bundle's numbers
+        if "metric" in fnd.kinds:
+            return None
+        return self.newest.triton
 
     def _once(self, key: tuple, make):
         if key not in self._memo:
@@ -120,13 +155,21 @@ def standalone(bundle, case_id: str) -> Standalone | None:
     return Standalone(text, "made", f"cases/{case_id}/{reproducer.FILE_NAME}", small_text)
 
 
-def build(paths: Sequence[Path], *, mixed_profiles: bool = False, timing_options=None) -> Report:
+def build(paths: Sequence[Path], *, mixed_profiles: bool = False, timing_options=None,
+          newest: Path | None = None) -> Report:
     from reprokit.compare.timing import DEFAULT
 
-    inp = open_inputs(paths, mixed_profiles=mixed_profiles)
-    grid = compare([ResultSet.from_bundle(b, label=f.label) for b, f in zip(inp.bundles, inp.facts)],
-                   timing_options=timing_options or DEFAULT)
-    return Report(inp.facts, inp.bundles, grid, tuple(findings(grid)), tuple(api_changes(grid)))
+    inp = open_inputs(list(paths) + ([newest] if newest else []), mixed_profiles=mixed_profiles)
+    bundles, fs = list(inp.bundles), list(inp.facts)
+    sets = [ResultSet.from_bundle(b, label=f.label) for b, f in zip(bundles, fs)]
+    newest_facts = newest_grid = None
+    if newest:
+        newest_facts, newest_rs = fs.pop(), sets.pop()
+        bundles.pop()
+        newest_grid = compare([sets[0], newest_rs], timing_options=timing_options or DEFAULT)
+    grid = compare(sets, timing_options=timing_options or DEFAULT)
+    return Report(tuple(fs), tuple(bundles), grid, tuple(findings(grid)), tuple(api_changes(grid)),
+                  newest_facts, newest_grid)
 
 
 def tma_text(cell: Cell) -> str:

@@ -117,3 +117,20 @@ def test_the_html_report_renders_offline_in_chromium(tmp_path, chromium, capsys)
     for rgb in ((0xda, 0xfb, 0xe1), (0xff, 0xeb, 0xe9), (0xff, 0xf8, 0xc5)):
         assert colors.get(rgb, 0) > 1000, rgb
     capsys.readouterr()
+
+
+def test_a_report_of_three_bundles_renders_in_chromium(tmp_path, chromium):
+    page = tmp_path / "three.html"
+    third = Path(__file__).resolve().parents[2] / "bundles" / "examples" / "triton-3.9-cu132-h100.tgz"
+    assert main(["report", str(_one("h100-triton-3.0.0")), str(_one("h100-triton-3.6.0")), str(third),
+                 "--format", "html", "--out", str(page)]) == 0
+    probe = tmp_path / "probe3.html"
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    dom = _Dom()
+    run = _browse(chromium, tmp_path, probe.as_uri(), "--virtual-time-budget=5000", "--dump-dom")
+    dom.feed(run.stdout)
+    assert dom.body.get("data-probed") == "1", run.stderr[-2000:]
+    assert all(int(img["data-w"]) > 300 for img in dom.images) and dom.images
+    # case, expect, then one cell per bundle: three bundles, three verdict cells per row
+    assert dom.rows and all(len(cells) == 5 for cells in dom.rows.values())
+    assert dom.rows["block_ptr.p0"][4] == "v unsupported moved"   # 3.9 removed block pointers
