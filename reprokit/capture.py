@@ -104,6 +104,11 @@ def check_out_dir(out_dir: Path, force: bool, home: str | None = None) -> bool:
             if not locks.marked(out_dir, CAPTURE):
                 raise OutputExists(f"{out_dir} is not a capture reprokit made (no {locks.MARKER} of kind "
                                    f"{CAPTURE!r} in it), so --force does not replace it; choose another --out")
+            added = locks.added_since(out_dir)
+            if added:
+                raise OutputExists(f"{out_dir} holds {', '.join(added[:3])}{' ...' if len(added) > 3 else ''}, "
+                                   "which reprokit did not write there, so --force does not replace it; "
+                                   "move those away or choose another --out")
             return True
     except OSError as e:
         raise FileSystemError.of(out_dir, e, "cannot read") from None
@@ -133,6 +138,8 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
             finally:
                 # The harness resets clocks it locked; this covers a harness killed before it could.
                 reset_locked_clocks(options.gpu)
+            # The marker now lists what the finished capture holds: a later --force can tell additions.
+            locks.mark(work.path, CAPTURE, os.listdir(work.path))
             _put_in_place(work, out_dir, replace)
         return cap
 

@@ -350,25 +350,45 @@ def sweep(folder: Path) -> list[Path]:
     return removed
 
 
-def mark(folder: Path, kind: str) -> None:
-    """Say, inside `folder`, that reprokit made it as a `kind` ("capture", "sweep-work")."""
+def mark(folder: Path, kind: str, names: list[str] | None = None) -> None:
+    """Say, inside `folder`, that reprokit made it as a `kind` ("capture", "sweep-work"); `names`:
+    the top-level entries it holds once finished, so that a replacer can tell what was added since."""
     path = Path(folder) / MARKER
+    doc: dict = {"made_by": "reprokit", "kind": kind}
+    if names is not None:
+        doc["names"] = sorted(n for n in names if n != MARKER)
     try:
-        path.write_text(json.dumps({"made_by": "reprokit", "kind": kind}, sort_keys=True) + "\n")
+        path.write_text(json.dumps(doc, sort_keys=True) + "\n")
     except OSError as e:
         raise FileSystemError.of(path, e, "cannot write") from None
 
 
-def marked(folder: Path, kind: str) -> bool:
-    """Whether `folder` is a real folder (not a link) that reprokit made as a `kind`."""
+def marker(folder: Path) -> dict | None:
+    """The marker document of a real folder (not a link) that reprokit made, or None."""
     folder = Path(folder)
     if folder.is_symlink() or not folder.is_dir():
-        return False
+        return None
     try:
         doc = json.loads((folder / MARKER).read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("made_by") == "reprokit" and doc.get("kind") == kind
+        return None
+    return doc if isinstance(doc, dict) and doc.get("made_by") == "reprokit" else None
+
+
+def marked(folder: Path, kind: str) -> bool:
+    """Whether `folder` is a real folder (not a link) that reprokit made as a `kind`."""
+    doc = marker(folder)
+    return doc is not None and doc.get("kind") == kind
+
+
+def added_since(folder: Path) -> list[str]:
+    """Top-level entries of a marked folder that were not there when reprokit finished it (a
+    user's notes dropped into a capture): what replacing the folder would lose."""
+    doc = marker(folder) or {}
+    if not isinstance(doc.get("names"), list):
+        return []
+    known = set(doc["names"]) | {MARKER}
+    return sorted(n for n in os.listdir(folder) if n not in known)
 
 
 _PROTECTED_HELP = "choose a new or empty folder of its own"

@@ -275,3 +275,25 @@ def test_a_failed_run_keeps_its_logs_beside_the_bundles_over_nothing(ready, tmp_
     assert (kept / "plan.json").is_file() and (kept / "logs").is_dir()
     assert all(p.read_bytes() == data for p, data in mine.items())
     assert sorted(os.listdir(out)) == [f"{STACK}-h100", f"{STACK}-h100.failed", f"{STACK}-h100.failed-2"]
+
+
+def test_force_never_replaces_a_user_folder_or_a_capture_the_user_added_to(ready, tmp_path, tmpdir_env):
+    tmp, env = tmpdir_env
+    out = tmp_path / "cap"
+    args = ["capture", "--gpu", "h100", "--executor", "venv", "--stack", STACK, "--cases", "block_ptr.p0",
+            "--out", out, "--force"]
+    out.mkdir()
+    (out / "thesis.txt").write_text("mine\n")
+    rc, _, err = Watched(args, env=env).wait()
+    assert rc == 2 and _lines(err) == [f"reprokit: {out} is not a capture reprokit made (no .reprokit-output.json "
+                                       "of kind 'capture' in it), so --force does not replace it; choose another --out"]
+    assert sorted(os.listdir(out)) == ["thesis.txt"]
+    (out / "thesis.txt").unlink()
+    assert Watched(args, env=env).wait()[0] == 0
+    (out / "notes.md").write_text("my notes on this capture\n")
+    rc, _, err = Watched(args, env=env).wait()
+    assert rc == 2 and len(_lines(err)) == 1 and "holds notes.md, which reprokit did not write there" in err
+    assert (out / "notes.md").read_text() == "my notes on this capture\n"
+    (out / "notes.md").unlink()
+    assert Watched(args, env=env).wait()[0] == 0  # a capture as reprokit left it is replaced
+    assert half_done(tmp_path, tmp) == [] and os.listdir(tmp) == []
