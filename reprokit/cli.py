@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from reprokit import __version__
-from reprokit.errors import Interrupted, ReprokitError, UsageError
+from reprokit.errors import FileSystemError, Interrupted, ReprokitError, UsageError
 from reprokit.config import use_project, use_root
 from reprokit.options import HostEnv
 from reprokit.userspec.project import PROJECT_FILE, find
@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ReprokitError as e:
         return _fail(str(e), getattr(e, "problems", None) or [str(e)], e.exit_code, as_json)
+    except OSError as e:
+        # The OS refused a file that no layer below named more precisely: still one line, exit 5.
+        fs = FileSystemError.of(getattr(e, "filename", None) or "reprokit", e)
+        return _fail(str(fs), None, fs.exit_code, as_json)
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         return _fail(f"interrupted by {signal.Signals(signum).name}; what this run had half-written was removed",

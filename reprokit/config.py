@@ -13,7 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
-from reprokit.errors import ConfigError, UsageError
+from reprokit.errors import ConfigError, FileSystemError, UsageError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -184,6 +184,8 @@ def load_toml(path: Path) -> dict:
         raise UsageError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
+    except OSError as e:  # a folder, no permission: the system's refusal, exit 5
+        raise FileSystemError.of(path, e, "cannot be read") from None
 
 
 def stacks_and_gpus(path: Path) -> tuple[dict, dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from reprokit.bundle.reader import check
 from reprokit.bundle.writer import write_bundle
 from reprokit.commands.argtypes import existing_dir, is_sha256, out_dir, sha256_or_file
-from reprokit.errors import BundleUnusable, CaptureInvalid, UsageError
+from reprokit.errors import BundleUnusable, CaptureInvalid, FileSystemError, UsageError
 from reprokit.options import BundleOptions, Origin
 
 # Where a capture can have run, for the manifest; `unknown` when the caller does not say.
@@ -59,7 +59,9 @@ def run(args) -> int:
         plan = json.loads(plan_path.read_bytes())
     except FileNotFoundError:
         raise UsageError(f"{args.capture}: no plan.json; not a capture folder") from None
-    except (OSError, ValueError) as e:
+    except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
+        raise FileSystemError.of(plan_path, e, "cannot be read") from None
+    except ValueError as e:
         raise CaptureInvalid(f"{plan_path}: unreadable: {e}") from None
     if not isinstance(plan, dict) or not all(isinstance(plan.get(k), (dict, str)) for k in ("stack", "profile", "mode")):
         raise CaptureInvalid(f"{plan_path}: lacks stack, profile or mode")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from reprokit.compare.normalise import LEVELS, normalise
-from reprokit.errors import UsageError
+from reprokit.errors import FileSystemError, UsageError
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,8 @@ class ResultSet:
             plan = json.loads((folder / "plan.json").read_text())
         except FileNotFoundError as e:
             raise UsageError(f"{folder}: not a capture folder ({Path(e.filename).name} is missing)") from None
+        except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
+            raise FileSystemError.of(folder, e, "cannot be read") from None
         except ValueError as e:
             raise UsageError(f"{folder}: not a capture folder ({e})") from None
         root = folder.resolve()

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit.errors import UsageError
+from reprokit.errors import FileSystemError, UsageError
 from reprokit.harness import write_json as harness_write_json
 
 FORMAT = 1
@@ -105,7 +105,9 @@ def load(directory: Path) -> Fleet:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{directory}: not a fleet folder (no {FILE}; `reprokit fleet submit` makes one)") from None
-    except (OSError, ValueError) as e:
+    except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
+        raise FileSystemError.of(path, e, "cannot be read") from None
+    except ValueError as e:
         raise UsageError(f"{path}: unreadable ({e})") from None
     fmt = raw.get("format") if isinstance(raw, dict) else None
     if fmt != FORMAT:

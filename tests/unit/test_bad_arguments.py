@@ -42,6 +42,7 @@ class Places:
     missing: Path
     under_file: Path
     unwritable: Path
+    bundle: Path  # a valid bundle, for what a verb judges (so that it goes on to the other arguments)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ RULES: dict[str, Rule] = {
     "existing_file": Rule(_p("file"), (_EMPTY, ("missing", _p("missing")), ("folder", _p("folder")))),
     # What verify judges: missing or a folder is its verdict (exit 2, in its own --json), tested
     # by test_what_a_verb_judges_is_its_verdict below.
-    "judged_file": Rule(_p("file"), (_EMPTY,)),
+    "judged_file": Rule(_p("bundle"), (_EMPTY,)),
     "key_file": Rule(_p("file"), (_EMPTY, ("missing", _p("missing")), ("folder", _p("folder")))),
     "existing_dir": Rule(_p("folder"), (_EMPTY, ("missing", _p("missing")), ("file", _p("file")))),
     "existing_path": Rule(_p("file"), (_EMPTY, ("missing", _p("missing")), ("under-a-file", _p("under_file")))),
@@ -199,8 +200,11 @@ def places():
     (root / "a-file").chmod(0o644)
     for name in ("a-folder", "locked"):
         (root / name).mkdir(mode=0o755)
+    golden = sorted((Path(cli.__file__).resolve().parents[1] / "bundles" / "golden").glob("*/*.tgz"))[0]
+    shutil.copyfile(golden, root / golden.name)
+    (root / golden.name).chmod(0o644)
     yield Places(file=root / "a-file", folder=root / "a-folder", missing=root / "missing",
-                 under_file=root / "a-file" / "sub", unwritable=root / "locked")
+                 under_file=root / "a-file" / "sub", unwritable=root / "locked", bundle=root / golden.name)
     shutil.rmtree(root)
 
 
@@ -313,3 +317,59 @@ def test_the_suite_covers_every_verb():
     covered = {c.verb.name for c in CASES}
     assert covered >= {v.name for v in VERBS if any(o.takes_value for o in v.options)}
     assert len(CASES) > 100
+
+
+# Arguments a verb reads: given a file or folder this user may not read, the verb itself (past
+# the door) must still say so in one line, exit 5 (or 2 where another argument stops it first).
+INPUTS = {"existing_file": "file", "key_file": "file", "judged_file": "file", "existing_dir": "folder",
+          "existing_path": "folder"}
+
+
+def test_an_unreadable_input_is_one_line_from_every_verb(places):
+    """Run as another user (as `nobody` when we are root), each in its own process, since the
+    verb runs for real; nothing may end in a traceback."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    prefix = [] if os.geteuid() != 0 else ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    root = Path(cli.__file__).resolve().parents[1]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(root), "HOME": str(places.folder),
+           "TMPDIR": str(places.folder), "REPROKIT_CACHE": str(places.folder / "cache")}
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import reprokit"], env=env, capture_output=True)
+    if prefix and (probe.returncode != 0 or not shutil.which("setpriv")):
+        pytest.skip(f"the user nobody cannot run {sys.executable} with this checkout")
+    places.folder.chmod(0o777)
+    secret = places.folder.parent / "unreadable"
+    secret.mkdir(mode=0o755, exist_ok=True)
+    (secret / "file").write_bytes(b"x")
+    (secret / "folder").mkdir(exist_ok=True)
+    (secret / "file").chmod(0)
+    (secret / "folder").chmod(0)
+    cases = [(v, o) for v in VERBS for o in v.options if o.type_name in INPUTS]
+    counts.record("unreadable-input cases", f"{len(cases)} arguments that verbs read")
+
+    def one(case):
+        verb, opt = case
+        line = argv(verb, places, opt.dest, [str(secret / INPUTS[opt.type_name])])
+        p = subprocess.run([*prefix, sys.executable, "-m", "reprokit", *line], env=env, cwd=places.folder,
+                           capture_output=True, text=True, timeout=120)
+        said = [ln for ln in p.stderr.splitlines() if ln.startswith("reprokit:")]
+        if any(o.type_name == "judged_file" for o in verb.options):
+            # A judge (verify) gives its verdict on stdout: exit 1 (no valid signature), 2 or 5.
+            said = said or p.stdout.splitlines()
+            if p.returncode == 1 and said and "Traceback" not in p.stderr:
+                return None
+        if p.returncode not in (2, 5) or len(said) != 1 or "Traceback" in p.stderr:
+            return f"{' '.join(line)}: exit {p.returncode}\n{p.stderr[-600:]}"
+        return None
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            failures = [f for f in pool.map(one, cases) if f]
+    finally:
+        for p in (secret / "file", secret / "folder"):
+            p.chmod(0o755)
+        shutil.rmtree(secret)
+        places.folder.chmod(0o755)
+    assert cases and not failures, "\n\n".join(failures)
