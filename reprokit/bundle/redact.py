@@ -97,8 +97,7 @@ class HostFacts:
             pass
         # HOME as given, the password database's home for this user (what `~` means when HOME
         # was set elsewhere), and the HOME fields of env.json.
-        homes = {environ.get("HOME"), _passwd_home()}
-        _collect_fields(env_doc, _HOME_FIELDS, homes)
+        homes = {environ.get("HOME"), _passwd_home()} | recorded_homes(env_doc)
         # Paths inside the stack (/home/<user>/...) name the user the stack ran as.
         for m in _HOME_RE.finditer(json.dumps(env_doc).encode()):
             homes.add(m.group(0).decode())
@@ -123,6 +122,13 @@ def _passwd_home() -> str | None:
         return pwd.getpwuid(os.getuid()).pw_dir
     except (KeyError, OSError):  # no passwd entry for this uid (containers)
         return None
+
+
+def recorded_homes(env_doc) -> set:
+    """The HOMEs env.json records for the stack (an env_vars HOME, Triton 3.4+'s home_dir)."""
+    out: set = set()
+    _collect_fields(env_doc, _HOME_FIELDS, out)
+    return out
 
 
 def _collect_fields(node, names: frozenset, into: set) -> None:

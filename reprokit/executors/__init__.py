@@ -62,6 +62,11 @@ class Executor(ABC):
 
         return os.path.abspath(str(scratch if scratch is not None else self.host.tmp))
 
+    def harness_home(self) -> str | None:
+        """The HOME a harness run has (Triton keeps its cache dirs there): a host-side harness
+        gets the host's environment; None where the executor does not know it."""
+        return self.host.child_environ().get("HOME")
+
     def close(self) -> None:
         """Give back what the executor holds (nothing, unless it talks to an engine)."""
 

@@ -158,6 +158,9 @@ class DockerExecutor(Executor):
     def temp_root(self, scratch: Path | None = None) -> str:
         return CONTAINER_TMP  # the container's own, whatever the host's scratch
 
+    def harness_home(self) -> str | None:
+        return None  # the image's; env.json records it where Triton reports its home_dir
+
     # -- images ---------------------------------------------------------------------------------
 
     def dockerfile(self, stack: Stack) -> Path:

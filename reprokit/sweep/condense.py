@@ -18,6 +18,7 @@ stopped. Per-point timings stay in the work folder (timings.tsv).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from reprokit.bundle.redact import recorded_homes
 from reprokit.harness import elf, reproducer
 
 KEEP_LEVELS = ("ttir", "ttgir", "ptx", "sass")
@@ -37,36 +39,60 @@ _VOLATILE_FACTS = ("reused", "container_id", "container", "seconds", "wall_s")
 
 
 @dataclass(frozen=True)
-class TempPaths:
-    """Masks the temporary paths of the runs that made a work folder, in messages and argv.
+class RunPaths:
+    """Masks the paths that differ between two runs of one grid on one host: the temp folders,
+    HOMEs and reprokit caches the work folder's runs used, as the runs recorded them (not a
+    guess at /tmp).
 
-    roots: the temp folders the harness ran with (its TMPDIR as it saw it: the run's scratch
-    folder, the host's temp folder, or the container's), as the runs recorded them; not a guess
-    at /tmp. Under a root, each run draws new names: the harness's own scratch (tempfile's
-    `reprokit-cases-XXXXXXXX`) becomes `<scratch>`, a compiler's temporary file (tempfile's
-    default `tmpXXXXXXXX`, ptxas's input and output) `<tmp>`, and the root itself `<tmpdir>`.
+    temp_roots: the harness's temp folders (its TMPDIR as it saw it: the run's scratch folder,
+    the host's temp folder, or the container's). Under one, each run draws new names: the
+    harness's case scratch (tempfile's `reprokit-cases-XXXXXXXX`) becomes `<scratch>/`, a
+    compiler's temporary file (tempfile's `tmpXXXXXXXX`: ptxas's input and output) `<tmp>`, and
+    the folder itself `<tmpdir>`. homes: the harness's HOME (Triton keeps its cache dirs under
+    it), which becomes `<home>`. caches: reprokit's cache (the stack's venv, its ptxas), which
+    becomes `<cache>`. All are matched in one pass, longest first and only where a path starts,
+    so a HOME under a temp folder (HOME=/tmp/x/home) or a cache under HOME is never cut in two.
     """
 
-    roots: tuple = ()
+    temp_roots: tuple = ()
+    homes: tuple = ()
+    caches: tuple = ()
+
+    @cached_property
+    def _kinds(self) -> dict:
+        kinds = {}
+        for kind, values in (("home", self.homes), ("cache", self.caches), ("temp", self.temp_roots)):
+            kinds.update({v.rstrip("/"): kind for v in values if isinstance(v, str)})
+        return {k: v for k, v in kinds.items() if k.startswith("/") and len(k) > 1}
 
     @cached_property
     def _rx(self) -> re.Pattern | None:
-        roots = sorted({r.rstrip("/") for r in self.roots if r.rstrip("/")}, key=lambda r: (-len(r), r))
-        if not roots:
+        if not self._kinds:
             return None
-        return re.compile("(?:" + "|".join(map(re.escape, roots)) + r")(?![\w.-])(?:/(reprokit-cases-\w+/|tmp\w+))?")
+        alts = sorted(self._kinds, key=lambda r: (-len(r), r))
+        return re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, alts)) + r")(?![\w.-])"
+                          r"(?:/(reprokit-cases-\w+/|tmp\w+))?")
+
+    def _placeholder(self, m: re.Match) -> str:
+        root, name = m.group(1), m.group(2)
+        if self._kinds[root] != "temp":
+            return f"<{self._kinds[root]}>" + (f"/{name}" if name else "")
+        if name is None:
+            return "<tmpdir>"
+        return "<scratch>/" if name.startswith("reprokit-cases-") else "<tmp>"
 
     def mask(self, text):
         if not isinstance(text, str) or self._rx is None:
             return text
-        return self._rx.sub(_placeholder, text)
+        return self._rx.sub(self._placeholder, text)
 
-
-def _placeholder(m: re.Match) -> str:
-    name = m.group(1)
-    if name is None:
-        return "<tmpdir>"
-    return "<scratch>/" if name.startswith("reprokit-cases-") else "<tmp>"
+    def mask_json(self, doc):
+        """Every string of a JSON document masked; keys kept."""
+        if isinstance(doc, dict):
+            return {k: self.mask_json(v) for k, v in doc.items()}
+        if isinstance(doc, list):
+            return [self.mask_json(v) for v in doc]
+        return self.mask(doc)
 
 
 def sampled(case_id: str) -> bool:
@@ -89,17 +115,11 @@ def ir_hashes(case_dir: Path) -> dict:
     return out
 
 
-def canonical_record(rec: dict, case_dir: Path, temp: TempPaths = TempPaths()) -> dict:
+def canonical_record(rec: dict, case_dir: Path, paths: RunPaths = RunPaths()) -> dict:
     """A point's record less what differs between runs, with its IR hashes and no artifacts yet."""
-    out = {k: v for k, v in rec.items() if k not in _DROP and k != "artifacts"}
-    for key in ("error", "reason", "stderr_tail", "sass_error"):
-        if key in out:
-            out[key] = temp.mask(out[key])
+    out = paths.mask_json({k: v for k, v in rec.items() if k not in _DROP and k != "artifacts"})
     if isinstance(out.get("ptxas"), dict):
-        p = dict(out["ptxas"])
-        p.pop("seconds", None)
-        p["argv"] = [temp.mask(a) for a in p.get("argv", [])]
-        out["ptxas"] = p
+        out["ptxas"] = {k: v for k, v in out["ptxas"].items() if k != "seconds"}
     if isinstance(out.get("sass_tool"), dict):
         out["sass_tool"] = {k: v for k, v in out["sass_tool"].items() if k != "cache"}
     if out.get("status") == "ok":
@@ -111,7 +131,7 @@ def canonical_record(rec: dict, case_dir: Path, temp: TempPaths = TempPaths()) -
 
 
 def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None = None,
-            temp: TempPaths = TempPaths()) -> None:
+            paths: RunPaths = RunPaths()) -> None:
     """Copy a point's IR (and a failure's log and reproducer) into the capture, with its
     standalone reproducer (`script`) when it has one."""
     for level in KEEP_LEVELS:
@@ -122,13 +142,13 @@ def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None 
             rec["artifacts"][level] = f"cases/{cid}/{src.name}"
     if script is not None:
         dest.mkdir(parents=True, exist_ok=True)
-        (dest / reproducer.FILE_NAME).write_text(temp.mask(script))
+        (dest / reproducer.FILE_NAME).write_text(paths.mask(script))
         rec["artifacts"][reproducer.ARTIFACT] = f"cases/{cid}/{reproducer.FILE_NAME}"
     if rec.get("status") not in ("ok", "unsupported"):
         log = case_dir / "compile.log"
         if log.is_file():
             dest.mkdir(parents=True, exist_ok=True)
-            (dest / "compile.log").write_text(temp.mask(log.read_text(errors="replace")))
+            (dest / "compile.log").write_text(paths.mask(log.read_text(errors="replace")))
             rec["artifacts"]["compile_log"] = f"cases/{cid}/compile.log"
         repro = case_dir / "reproducer.mlir"
         if repro.is_file():
@@ -136,19 +156,20 @@ def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None 
             rec["artifacts"]["reproducer"] = f"cases/{cid}/reproducer.mlir"
 
 
-def condense(work: Path, dest: Path, *, epoch: int, keep, temp: TempPaths = TempPaths()) -> dict:
+def condense(work: Path, dest: Path, *, epoch: int, keep, paths: RunPaths = RunPaths()) -> dict:
     """Write plan.json, results.json, env.json and the kept points' IR from `work` into `dest`;
     return the canonical results. `keep(results)`: ids of points that keep full IR beyond the
-    sample (it sees the canonical results, so the answers can choose them). `temp`: the temp
-    folders the work folder's runs used."""
+    sample (it sees the canonical results, so the answers can choose them). `paths`: the temp
+    folders and HOMEs the work folder's runs used (the HOME env.json records is added here)."""
     work, dest = Path(work), Path(dest)
     dest.mkdir(parents=True)
     plan = json.loads((work / "plan.json").read_text())
     results = json.loads((work / "results.json").read_text())
     env = json.loads((work / "env.json").read_text())
+    paths = dataclasses.replace(paths, homes=(*paths.homes, *sorted(recorded_homes(env))))
     shutil.copyfile(work / "plan.json", dest / "plan.json")
     shutil.copytree(work / "kernels", dest / "kernels")
-    cases = [canonical_record(rec, work / "cases" / rec["id"], temp) for rec in results["cases"]]
+    cases = [canonical_record(rec, work / "cases" / rec["id"], paths) for rec in results["cases"]]
     canon = {**results, "started": iso(epoch), "finished": iso(epoch), "wall_s": None, "cases": cases}
     # A shard keeps every point's IR: which ones lie on a boundary is known once all shards merge.
     chosen = keep(canon)
@@ -160,8 +181,8 @@ def condense(work: Path, dest: Path, *, epoch: int, keep, temp: TempPaths = Temp
     for out in cases:
         if out["id"] in chosen or sampled(out["id"]):
             keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], _script(scripts, out),
-                    temp)
-    env["taken"] = iso(epoch)
+                    paths)
+    env = {**paths.mask_json(env), "taken": iso(epoch)}
     for name, doc in (("results.json", canon), ("env.json", env)):
         (dest / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return canon
@@ -176,10 +197,11 @@ def _script(scripts, rec: dict) -> str | None:
         return None
 
 
-def executor_facts(name: str, prepare: dict, runtime: dict) -> dict:
-    """The manifest's executor facts, less those that differ between two runs on one host."""
+def executor_facts(name: str, prepare: dict, runtime: dict, paths: RunPaths = RunPaths()) -> dict:
+    """The manifest's executor facts, less those that differ between two runs on one host (a
+    venv under the default cache lies in HOME)."""
     facts = {"name": name, **prepare, **runtime}
-    return {k: v for k, v in facts.items() if k not in _VOLATILE_FACTS}
+    return paths.mask_json({k: v for k, v in facts.items() if k not in _VOLATILE_FACTS})
 
 
 def write_timings(work: Path, results: dict) -> None:

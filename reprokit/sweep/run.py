@@ -27,7 +27,7 @@ from reprokit.harness import write_json
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, Origin
 from reprokit.sweep import answers as answers_mod
-from reprokit.sweep.condense import TempPaths, condense, executor_facts, write_timings
+from reprokit.sweep.condense import RunPaths, condense, executor_facts, write_timings
 from reprokit.sweep.spec import SweepSpec, build_sweep_plan
 from reprokit.suite import copy_kernels, kernels_dir
 
@@ -133,7 +133,8 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         total = len(plan["cases"])
         before = _count_records(work)
         facts = executor.prepare(stack)
-        _note_temp_root(work, executor.temp_root(scratch))
+        paths = _note_run_paths(work, temp_roots=executor.temp_root(scratch), homes=executor.harness_home(),
+                                caches=str(executor.host.cache))
         stop = threading.Event()
         watcher = None
         if progress:
@@ -154,7 +155,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         if progress:
             progress(total, total, "bundling")
         origin = Origin(stack=stack.pins(), profile=profile.to_dict(),
-                        executor=executor_facts(executor.name, facts, run.runtime), mode=plan["mode"])
+                        executor=executor_facts(executor.name, facts, run.runtime, paths), mode=plan["mode"])
         path, answers = pack(work, origin, dataclasses.replace(bundle, source_date_epoch=epoch), executor.host.tmp)
         if progress:
             progress(total, total, "done")
@@ -195,19 +196,26 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
     return bundle.source_date_epoch if bundle.source_date_epoch is not None else int(state["started"])
 
 
-def _note_temp_root(work: Path, root: str) -> None:
-    """Add the temp folder this run's harness uses to the work folder's state, before it runs:
-    records of every run that ever resumed here name their own, and packing masks them all."""
+def _note_run_paths(work: Path, **paths: str | None) -> RunPaths:
+    """Add the temp folder, HOME and cache this run's harness uses (RunPaths' fields) to the work
+    folder's state, before it runs: records of every run that ever resumed here name their own,
+    and packing masks them all. Returns every one noted so far."""
     state = json.loads((work / STATE).read_text())
-    roots = state.get("temp_roots", [])
-    if root not in roots:
-        state["temp_roots"] = sorted([*roots, root])
-        write_json(str(work / STATE), state)  # whole or not at all: a kill here must not lose the start
+    new = dict(state)
+    for key, value in paths.items():
+        if value and value not in state.get(key, []):
+            new[key] = sorted([*state.get(key, []), value])
+    if new != state:
+        write_json(str(work / STATE), new)  # whole or not at all: a kill here must not lose the start
+    return _run_paths(work)
 
 
-def _temp_paths(work: Path) -> TempPaths:
+def _run_paths(work: Path) -> RunPaths:
     state = Path(work) / STATE
-    return TempPaths(tuple(json.loads(state.read_text()).get("temp_roots", []))) if state.is_file() else TempPaths()
+    if not state.is_file():  # a merge's work folder: its records were masked in their shards
+        return RunPaths()
+    doc = json.loads(state.read_text())
+    return RunPaths(**{f.name: tuple(doc.get(f.name, [])) for f in dataclasses.fields(RunPaths)})
 
 
 def _count_records(work: Path) -> int:
@@ -238,7 +246,7 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> t
 
     with locks.scratch(tmp_root, "sweep") as tmp:
         cap = Path(tmp) / "capture"
-        condense(work, cap, epoch=bundle.source_date_epoch, keep=keep, temp=_temp_paths(work))
+        condense(work, cap, epoch=bundle.source_date_epoch, keep=keep, paths=_run_paths(work))
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
         path = write_bundle(cap, origin, bundle)
     return path, answers

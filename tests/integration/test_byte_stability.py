@@ -70,21 +70,26 @@ def test_bundle_share_of_one_capture_is_one_sha256_under_every_hash_seed_and_hom
     assert len(digests) == 10 and len(set(digests.values())) == 1, digests
 
 
-def test_a_sweep_is_one_sha256_under_two_tmpdirs(stack_ready, tmp_path):
+def test_a_sweep_is_one_sha256_under_two_tmpdirs_and_homes(stack_ready, tmp_path):
     stack = "triton-3.5-cu130"   # a stack the sweep's spec targets
     stack_ready(stack)
-    digests, tmpdirs = {}, (tmp_path / "t1", tmp_path / "another-temp-root")
-    for i, tmpdir in enumerate(tmpdirs):
+    digests = {}
+    runs = ((tmp_path / "t1", tmp_path / "x" / "home"), (tmp_path / "another-temp-root", tmp_path / "h2"))
+    for i, (tmpdir, home) in enumerate(runs):
         tmpdir.mkdir()
+        home.mkdir(parents=True)
         p = _cli("sweep", "tma-invariants", "--reduced", "--stacks", stack, "--work", tmp_path / f"work{i}",
-                 "--out", tmp_path / f"out{i}", env=_env(TMPDIR=tmpdir, SOURCE_DATE_EPOCH=1700000000), timeout=900)
+                 "--out", tmp_path / f"out{i}", env=_env(TMPDIR=tmpdir, HOME=home, SOURCE_DATE_EPOCH=1700000000),
+                 timeout=900)
         assert p.returncode == 0, p.stderr
         (bundle,) = (tmp_path / f"out{i}").glob("*.tgz")
-        digests[str(tmpdir)] = _sha(bundle)
-        # ptxas ran on files under this TMPDIR (in the run's scratch folder), and the records say so...
-        records = b"".join(r.read_bytes() for r in (tmp_path / f"work{i}").rglob("record.json"))
-        assert f"{tmpdir}/".encode() in records
+        digests[(str(tmpdir), str(home))] = _sha(bundle)
+        # ptxas ran on files under this TMPDIR (in the run's scratch folder), Triton kept its
+        # cache dirs under this HOME, and the work folder says so...
+        work = b"".join(r.read_bytes() for r in (tmp_path / f"work{i}").rglob("*.json"))
+        assert f"{tmpdir}/".encode() in work and f"{home}/.triton".encode() in work
         # ...the bundle names them by what they are.
         stream = gzip.decompress(bundle.read_bytes())
-        assert str(tmpdir).encode() not in stream and b'"<tmp>.ptx"' in stream
+        assert str(tmpdir).encode() not in stream and str(home).encode() not in stream
+        assert b'"<tmp>.ptx"' in stream and b'"<home>/.triton/cache"' in stream and b"<cache>/venvs/" in stream
     assert len(set(digests.values())) == 1, digests
