@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from reprokit import clitree, errors
-from reprokit.commands import argtypes
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 _HEAD = """# Command-line reference
@@ -66,9 +65,8 @@ def _value(opt: clitree.Option) -> str:
     if opt.choices is not None:
         return "one of " + ", ".join(f"`{c}`" for c in opt.choices)
     name = opt.type_name or "str"
-    fn = getattr(argtypes, name, None)
-    doc = inspect.getdoc(fn) if fn is not None else None
-    meaning = doc.split("\n\n")[0].rstrip(".") if doc else {"str": "text"}.get(name, name)
+    doc = opt.type_doc if opt.type_name not in ("int", "float", "Path") else ""
+    meaning = doc.rstrip(".") if doc else {"str": "text"}.get(name, name)
     meaning = meaning[:1].lower() + meaning[1:]
     more = " (repeatable)" if opt.multiple and not opt.positional and opt.nargs not in ("+", "*") else ""
     return f"`{name}`: {meaning}{more}"

@@ -6,6 +6,7 @@ without editing any of them."""
 from __future__ import annotations
 
 import argparse
+import inspect
 from dataclasses import dataclass
 
 
@@ -25,6 +26,7 @@ class Option:
     default: object
     nargs: object
     multiple: bool = False  # takes a list: nargs '+' or '*', or repeatable (action 'append'/'extend')
+    type_doc: str = ""  # the first paragraph of the `type=` callable's docstring, if it has one
 
     @property
     def positional(self) -> bool:
@@ -73,7 +75,12 @@ def _option(action: argparse.Action) -> Option:
         type_name=type_name, takes_value=not isinstance(action, _NO_VALUE),
         default=action.default, nargs=action.nargs,
         multiple=action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction)),
+        type_doc=_first_paragraph(getattr(t, "__doc__", None)) if type_name else "",
     )
+
+
+def _first_paragraph(doc: str | None) -> str:
+    return (inspect.cleandoc(doc).split("\n\n")[0] if doc else "").replace("\n", " ")
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:

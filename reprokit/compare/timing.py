@@ -24,6 +24,8 @@ How a label is reached (nvbench's robust compare, with bootstrap intervals):
 
 from __future__ import annotations
 
+import argparse
+import math
 import random
 import statistics
 from dataclasses import dataclass
@@ -46,14 +48,37 @@ class TimingOptions:
 DEFAULT = TimingOptions()
 
 
+def _bounded(name: str, low: float, high: float, doc: str):
+    """An argparse type: a finite number in [low, high) (high may be infinite). Its name is its
+    type in docs/cli.md and picks its rule in the bad-argument suite."""
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if math.isnan(value) or not low <= value < high:
+            upto = "" if math.isinf(high) else f" and below {high:g}"
+            raise argparse.ArgumentTypeError(f"must be {low:g} or more{upto}, got {text!r}")
+        return value
+
+    check.__name__, check.__qualname__, check.__doc__ = name, name, doc
+    return check
+
+
+fraction = _bounded("fraction", 0, 1, "A fraction from 0 up to, not including, 1 (0.05 is 5%).")
+confidence = _bounded("confidence", 0.5, 1, "A probability from 0.5 up to, not including, 1.")
+microseconds = _bounded("microseconds", 0, math.inf, "A finite number of microseconds, 0 or more.")
+
+
 def add_arguments(parser) -> None:
     """The thresholds as options of a verb that compares times (diff, replay, report)."""
     g = parser.add_argument_group("time comparison (SAME/FASTER/SLOWER/AMBIGUOUS; docs/compare.md)")
-    g.add_argument("--time-threshold", type=float, default=DEFAULT.threshold, metavar="FRACTION",
+    g.add_argument("--time-threshold", type=fraction, default=DEFAULT.threshold, metavar="FRACTION",
                    help=f"smallest relative change of a time that counts (default {DEFAULT.threshold:g})")
-    g.add_argument("--time-min-us", type=float, default=DEFAULT.min_abs_us, metavar="US",
+    g.add_argument("--time-min-us", type=microseconds, default=DEFAULT.min_abs_us, metavar="US",
                    help=f"smallest absolute change that counts, in us (default {DEFAULT.min_abs_us:g})")
-    g.add_argument("--time-confidence", type=float, default=DEFAULT.confidence, metavar="P",
+    g.add_argument("--time-confidence", type=confidence, default=DEFAULT.confidence, metavar="P",
                    help=f"confidence of the bootstrap intervals (default {DEFAULT.confidence:g})")
 
 

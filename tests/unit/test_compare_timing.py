@@ -131,6 +131,10 @@ def _args(**kw):
 def test_thresholds_are_options_with_documented_defaults_and_checked():
     assert timing.options_from_args(_args()) == timing.DEFAULT
     assert timing.options_from_args(_args(time_threshold=0.05)).threshold == 0.05
+    defaults = {"time_threshold": timing.DEFAULT.threshold, "time_min_us": timing.DEFAULT.min_abs_us,
+                "time_confidence": timing.DEFAULT.confidence}
     for bad in ({"time_threshold": 1.5}, {"time_min_us": -1}, {"time_confidence": 1.0}):
-        with pytest.raises(UsageError):
-            timing.options_from_args(_args(**bad))
+        with pytest.raises(SystemExit):  # the parser's types refuse it at the door
+            _args(**bad)
+        with pytest.raises(UsageError):  # and so does the library, for callers without the parser
+            timing.options_from_args(argparse.Namespace(**{**defaults, **bad}))
