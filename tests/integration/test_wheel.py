@@ -225,9 +225,11 @@ def test_a_users_project_from_the_wheel_runs_replays_diffs_and_reports(installed
         f.write(CASES)
     c = cli(installed, "check", cwd=proj)
     assert c.returncode == 0 and "3 case(s), no problem" in c.stderr, c.stdout + c.stderr
-    r = cli(installed, "run", "--gpu", "h100", "--stacks", "triton-3.6-cu130,triton-3.5-cu130", "--executor", "venv",
+    # --executor auto without the docker extra: venv, and it says why
+    r = cli(installed, "run", "--gpu", "h100", "--stacks", "triton-3.6-cu130,triton-3.5-cu130", "--executor", "auto",
             "--mode", "compile-only", "--workers", "2", "--out", "b", "--json", cwd=proj)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "executor: venv (docker-py is not installed (reprokit's 'docker' extra))" in r.stderr
     bundles = {s["stack"]: proj / s["bundle"] for s in json.loads(r.stdout)["stacks"]}
     for stack, bundle in bundles.items():
         shown = json.loads(cli(installed, "show", bundle, "--json", cwd=proj).stdout)
