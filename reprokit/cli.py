@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from reprokit import __version__
+from reprokit.clitree import takes_list
 from reprokit.errors import FileSystemError, Interrupted, ReprokitError, UsageError
 from reprokit.config import use_project, use_root
 from reprokit.options import HostEnv
@@ -36,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
         # refused by name here, for every verb at once, rather than silently run twice.
         namespace, extras = super().parse_known_args(args, namespace)
         for action in self._actions:
-            if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
+            if takes_list(action):
                 seen: set[str] = set()
                 for value in getattr(namespace, action.dest, None) or ():
                     key = os.path.normpath(value) if isinstance(value, os.PathLike) else str(value)

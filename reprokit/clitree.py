@@ -74,9 +74,14 @@ def _option(action: argparse.Action) -> Option:
         choices=tuple(str(c) for c in action.choices) if action.choices is not None else None,
         type_name=type_name, takes_value=not isinstance(action, _NO_VALUE),
         default=action.default, nargs=action.nargs,
-        multiple=action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction)),
+        multiple=takes_list(action),
         type_doc=_first_paragraph(getattr(t, "__doc__", None)) if type_name else "",
     )
+
+
+def takes_list(action: argparse.Action) -> bool:
+    """The argument gathers a list: nargs '+' or '*', or a repeatable option ('append', 'extend')."""
+    return action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction))
 
 
 def _first_paragraph(doc: str | None) -> str:
