@@ -39,6 +39,8 @@ _BOOL_OPTIONS = ("enable_fp_fusion", "launch_cooperative_grid", "launch_pdl", "d
 CASE_KEYS = ("id", "kernel", "args", "grid", "configs", "expect", "description", "timeout_s", *OPTIONS)
 EXPECT = re.compile(r"^(?:tma|no-tma|sass:[A-Z][A-Z0-9_.]*|regs<=[0-9]+|smem<=[0-9]+)$")
 MAX_DIMS = 8
+# What a project's kernels may hold: they travel in every bundle.
+MAX_KERNEL_FILES, MAX_KERNEL_BYTES = 500, 20 * 10**6
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,13 @@ def _kernel_entries(project: Project, meta: dict, lines: Lines, rep: Report) -> 
             f for f in path.rglob("*")
             if f.is_file() and "__pycache__" not in f.parts
             and not any(part.startswith(".") for part in f.relative_to(path).parts) and f.suffix != ".pyc")
+        size = sum(f.stat().st_size for f in files)
+        if len(files) > MAX_KERNEL_FILES or size > MAX_KERNEL_BYTES:
+            # Every file travels in every bundle: a folder that holds a venv or data is a mistake.
+            rep.add(lines.key("project", "kernels") if raw is not None else 1,
+                    f"kernels folder {path} holds {len(files)} files, {size / 1e6:.1f} MB (at most {MAX_KERNEL_FILES} "
+                    f"files, {MAX_KERNEL_BYTES // 10**6} MB travel in a bundle): name the kernels' own folder")
+            continue
         for f in files:
             name = f.name if not is_dir else f.relative_to(path).as_posix()
             other = rep.sources.get(name)

@@ -237,6 +237,17 @@ def test_a_project_plans_normalised_calls_and_stages_its_kernel_folders(tmp_path
     assert any("unknown key 'idd'" in p for p in e.value.problems)
 
 
+def test_a_kernels_folder_too_big_to_travel_is_a_problem(tmp_path):
+    project(tmp_path, GOOD.replace('kernels = ["kernels/"]', 'kernels = ["kernels/", "."]'))
+    (tmp_path / "venv").mkdir()
+    for i in range(501):
+        (tmp_path / "venv" / f"m{i}.py").write_text("")
+    p = cli("check", cwd=tmp_path)
+    assert p.returncode == 2
+    (line,) = p.stdout.splitlines()
+    assert line.startswith(f"reprokit.toml:3: kernels folder {tmp_path} holds 504 files"), line   # 501 + mm.py, acts.py, reprokit.toml
+
+
 def test_a_projects_own_stacks_and_gpus_join_the_defaults(tmp_path):
     project(tmp_path, GOOD + '''
 [stacks."triton-3.6-mine"]
