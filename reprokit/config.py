@@ -184,7 +184,9 @@ def load_toml(path: Path) -> dict:
         raise UsageError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
-    except OSError as e:  # a folder, no permission: the system's refusal, exit 5
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder, not a TOML file") from None
+    except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
         raise FileSystemError.of(path, e, "cannot be read") from None
 
 

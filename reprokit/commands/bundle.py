@@ -59,6 +59,8 @@ def run(args) -> int:
         plan = json.loads(plan_path.read_bytes())
     except FileNotFoundError:
         raise UsageError(f"{args.capture}: no plan.json; not a capture folder") from None
+    except IsADirectoryError:
+        raise UsageError(f"{args.capture}: plan.json is a folder; not a capture folder") from None
     except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
         raise FileSystemError.of(plan_path, e, "cannot be read") from None
     except ValueError as e:

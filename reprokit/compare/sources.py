@@ -105,6 +105,8 @@ class ResultSet:
             plan = json.loads((folder / "plan.json").read_text())
         except FileNotFoundError as e:
             raise UsageError(f"{folder}: not a capture folder ({Path(e.filename).name} is missing)") from None
+        except IsADirectoryError as e:
+            raise UsageError(f"{folder}: not a capture folder ({Path(e.filename).name} is a folder)") from None
         except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
             raise FileSystemError.of(folder, e, "cannot be read") from None
         except ValueError as e:

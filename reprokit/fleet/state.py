@@ -105,6 +105,8 @@ def load(directory: Path) -> Fleet:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
         raise UsageError(f"{directory}: not a fleet folder (no {FILE}; `reprokit fleet submit` makes one)") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder, not a fleet's {FILE}") from None
     except OSError as e:  # no permission, an I/O error: the system's refusal, exit 5
         raise FileSystemError.of(path, e, "cannot be read") from None
     except ValueError as e:

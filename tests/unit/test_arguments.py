@@ -187,3 +187,18 @@ def test_a_bad_limit_in_the_environment_is_named(var, value, monkeypatch, capsys
     assert main(["verify", str(GOLDEN)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"reprokit: {var}: ") and repr(value) in err, err
+
+
+def test_a_folder_where_a_file_belongs_is_bad_input(tmp_path, capsys):
+    """A capture's plan.json or a fleet's fleet.json that is a folder: exit 2, not the OS's exit 5."""
+    from reprokit.cli import main
+
+    for name in ("c/results.json", "c/plan.json", "f/fleet.json"):
+        (tmp_path / name).mkdir(parents=True)
+    c, f = str(tmp_path / "c"), str(tmp_path / "f")
+    for args, message in ((["diff", c, c], "results.json is a folder"),
+                          (["bundle", c, "--out", str(tmp_path / "o")], "plan.json is a folder"),
+                          (["fleet", "status", f], "fleet.json: is a folder")):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
