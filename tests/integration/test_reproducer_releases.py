@@ -120,3 +120,20 @@ def test_minimal_scripts_compile_on_their_own_release(pythons, tmp_path):
             assert len(small[cid].splitlines()) <= 80
             rc, _, out = _run(pythons[own], script)
             assert rc == 0 and "ptx: cp.async.bulk.tensor x" in out, f"{script} on {own}:\n{out[-2000:]}"
+
+
+@pytest.mark.parametrize("name,release", [("h100-gpu-triton-3.0.0", "triton-3.0-cu129"),
+                                          ("h100-gpu-triton-3.6.0", "triton-3.6-cu130")])
+def test_the_gpu_bundles_reproducers_reproduce_on_their_release(pythons, tmp_path, name, release):
+    """The H100 bundles (JIT on the GPU): their compile-only reproducers give the recorded verdict."""
+    _, full, _ = _scripts(name)
+    scripts = []
+    for cid, text in sorted(full.items()):
+        script = tmp_path / f"{cid}.py"
+        script.write_text(text)
+        scripts.append(script)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda s: (s, _run(pythons[release], s, "--json")), scripts))
+    assert len(results) >= 20
+    for script, (rc, doc, out) in results:
+        assert rc == 0 and doc["reproduced"] is True, f"{script.name} on {release}: rc {rc}\n{out[-2000:]}"
