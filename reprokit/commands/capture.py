@@ -54,7 +54,7 @@ def run(args) -> int:
             raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
         stack = cfg.stack(args.stack)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
-    with project_run(for_run(args.project), options, args.host.tmp, stack.pins()) as options, \
+    with project_run(for_run(args.project), options, args.host.tmp, stack.pins(), report=say) as options, \
             make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
                           stacks=[stack]) as executor:
         cap = capture(stack, executor, args.out, options)

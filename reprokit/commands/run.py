@@ -63,7 +63,8 @@ def run(args) -> int:
     options = run_options(args, profile)
     gpu = options.gpu
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
-    with project_run(project, options, args.host.tmp) as options, make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
+    with project_run(project, options, args.host.tmp, report=say) as options, \
+            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
             Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
                   TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
         tasks = {s.name: bar.add_task(s.name, total=2, state="waiting") for s in stacks}

@@ -16,7 +16,7 @@ from pathlib import Path
 from reprokit import locks
 from reprokit.config import GpuProfile
 from reprokit.errors import FileSystemError, ProjectInvalid
-from reprokit.options import RunOptions
+from reprokit.options import Report, RunOptions, quiet
 from reprokit.suite import PLAN_FORMAT, select
 from reprokit.userspec.check import Report, examine
 from reprokit.userspec.project import Project
@@ -80,17 +80,19 @@ def stage_kernels(project: Project, dest: Path) -> list[str]:
 
 
 @contextmanager
-def project_run(project: Project | None, options: RunOptions, tmp: Path, stack: dict | None = None
-                ) -> Iterator[RunOptions]:
+def project_run(project: Project | None, options: RunOptions, tmp: Path, stack: dict | None = None,
+                report: Report = quiet) -> Iterator[RunOptions]:
     """`options` running the project's declared cases: its plan (for options' profile, mode,
     case globs and timeout; `stack` named, or left for run_stacks to name per stack) and its
-    kernels staged in a scratch folder under `tmp`, removed when the run ends. Without a
-    project, `options` as they are: the control suite."""
+    kernels staged in a scratch folder under `tmp`, removed when the run ends; `report` hears
+    which project runs. Without a project, `options` as they are: the control suite."""
     if project is None:
         yield options
         return
     plan = build_plan(project, options.profile, stack or {"name": "pending"}, mode=options.mode,
                       only=options.only, timeout_s=options.case_timeout_s)
+    # Said, because a reprokit.toml found above the current folder changes what runs.
+    report(f"project {project.name} ({project.shown}): {len(plan['cases'])} declared case(s), not the control suite")
     with locks.scratch(tmp, "kernels") as kernels:
         stage_kernels(project, kernels)
         yield replace(options, plan=plan, kernels=kernels)
