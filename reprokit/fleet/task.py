@@ -87,9 +87,13 @@ def submit(directory: Path, plan: Path, tasks: tuple, spec: FleetSpec, mode: str
         if not queued:
             if made:
                 shutil.rmtree(directory, ignore_errors=True)
-            else:  # the user's own empty folder: emptied again, kept
-                for p in directory.iterdir():
-                    shutil.rmtree(p) if p.is_dir() else p.unlink()
+            else:  # the user's own empty folder: what submit put there goes, the folder stays
+                for name in ("plan.tgz", state.FILE, "slurm"):
+                    p = directory / name
+                    if p.is_dir() and not p.is_symlink():
+                        shutil.rmtree(p, ignore_errors=True)
+                    elif p.exists() or p.is_symlink():
+                        p.unlink()
         raise
 
 
