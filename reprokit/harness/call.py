@@ -58,11 +58,15 @@ class Derived:
 # --- the kernel object's decorators ------------------------------------------------------
 
 def _is_autotuner(obj) -> bool:
-    return hasattr(obj, "configs") and hasattr(obj, "fn") and hasattr(obj, "keys")
+    from triton.runtime import autotuner
+
+    return isinstance(obj, autotuner.Autotuner)
 
 
 def _is_heuristics(obj) -> bool:
-    return hasattr(obj, "values") and hasattr(obj, "fn") and isinstance(obj.values, dict)
+    from triton.runtime import autotuner
+
+    return isinstance(obj, autotuner.Heuristics)
 
 
 def layers(obj) -> tuple:

@@ -59,6 +59,9 @@ CASES = [
      "call": {"args": MATMUL_ARGS, "grid": [132]}, "configs": [0, 2], "expect": "sass:UTMALDG"},
     {"id": "add.devdesc", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
      "call": {"args": ADD_ARGS, "grid": [16, 16]}, "expect": "regs<=128"},
+    {"id": "expmm", "kind": "call", "file": "experimental_tma_matmul.py", "function": "matmul_kernel_tma",
+     "call": {"args": {"a_desc_ptr": T([128], "int8"), "b_desc_ptr": T([128], "int8"), "c_desc_ptr": T([128], "int8"),
+                       "M": 4096, "N": 4096, "K": 4096, "FP8_OUTPUT": False}, "grid": [1024]}, "expect": "tma"},
 ]
 
 
@@ -87,6 +90,11 @@ def test_every_declared_call_compiles_or_is_unsupported_never_a_harness_error(re
     blockptr_ok = MINOR[stack] <= 8  # 3.9 removed block pointers
     for cid in ("softmax.even", "softmax.odd"):
         assert cases[cid]["status"] == ("ok" if blockptr_ok else "unsupported"), cases[cid]
+    for cid in ("expmm.cfg0", "expmm.cfg1"):  # 3.0-era descriptors: TMA up to 3.3, gone after
+        if MINOR[stack] <= 3:
+            assert cases[cid]["status"] == "ok" and cases[cid]["verdict"] == "tma" and cases[cid]["met"], cases[cid]
+        else:
+            assert cases[cid]["status"] in ("compile_error", "unsupported"), cases[cid]
     if MINOR[stack] >= 4:
         # autotune: the two configs the call picked, each its own case
         assert {"matmul.persistent.cfg0", "matmul.persistent.cfg2"} <= set(cases)
@@ -156,6 +164,10 @@ HAND = {
                                ("{'bias_ptr': None, 'BLOCK_M': 128, 'BLOCK_N': 128, 'BLOCK_K': 64, 'GROUP_M': 8, "
                                 "'EVEN_K': True, 'NUM_SMS': 132, 'HAS_BIAS': None}"),
                                ["M", "N", "K"], {"num_warps": 8, "num_stages": 3}),
+    "expmm.cfg0": ("experimental_tma_matmul.py", "matmul_kernel_tma",
+                   {"a_desc_ptr": "*i8", "b_desc_ptr": "*i8", "c_desc_ptr": "*i8", "M": "i32", "N": "i32", "K": "i32"},
+                   "{'BLOCK_M': 128, 'BLOCK_N': 128, 'BLOCK_K': 64, 'FP8_OUTPUT': False}",
+                   ["a_desc_ptr", "b_desc_ptr", "c_desc_ptr", "M", "N", "K"], {"num_warps": 8, "num_stages": 3}),
     "add.devdesc": ("persistent_matmul.py", "add_device_descriptor",
                     {"x_ptr": "*fp16", "y_ptr": "*fp16", "out_ptr": "*fp16", "M": "i32", "N": "i32"},
                     "{'BLOCK_M': 64, 'BLOCK_N': 64}", ["x_ptr", "y_ptr", "out_ptr", "M", "N"],
