@@ -205,9 +205,12 @@ def byte_size(text: str) -> str:
 def clock_mhz(text: str) -> str:
     """'max' or a whole number of MHz above 0 (--lock-clocks)."""
     try:
-        return lock_clocks_value(text)
+        value = lock_clocks_value(text)
     except UsageError:
-        raise Bad(f"{text!r} is not 'max' or a number of MHz above 0") from None
+        value = None
+    if value is None:
+        raise Bad(f"{text!r} is not 'max' or a number of MHz above 0")
+    return value
 
 
 # --- names -------------------------------------------------------------------------------------
