@@ -243,38 +243,38 @@ def command_word(text: str) -> str:
     return text
 
 
-def gpu_profile(text: str) -> str:
-    """A GPU profile of stacks.toml (h100, b200...)."""
+def _one_known(text: str, known, what: str) -> str:
     name = text.strip()
     if not name:
-        raise Bad("an empty GPU profile name")
-    _known([name], load_config().gpus, "GPU profile")
+        raise Bad(f"an empty {what} name")
+    _known([name], known, what)
     return name
+
+
+def _known_list(text: str, known, what: str) -> str:
+    names = _names(text, what)
+    _known(names, known, what)
+    return ",".join(names)
+
+
+def gpu_profile(text: str) -> str:
+    """A GPU profile of stacks.toml (h100, b200...)."""
+    return _one_known(text, load_config().gpus, "GPU profile")
 
 
 def gpu_list(text: str) -> str:
     """GPU profiles of stacks.toml, comma-separated, each once."""
-    names = _names(text, "GPU profile")
-    _known(names, load_config().gpus, "GPU profile")
-    return ",".join(names)
+    return _known_list(text, load_config().gpus, "GPU profile")
 
 
 def stack_name(text: str) -> str:
     """A stack of stacks.toml."""
-    name = text.strip()
-    if not name:
-        raise Bad("an empty stack name")
-    _known([name], load_config().stacks, "stack")
-    return name
+    return _one_known(text, load_config().stacks, "stack")
 
 
 def stack_list(text: str) -> str:
     """Stacks of stacks.toml, comma-separated, each once; or 'all'."""
-    if text.strip() == "all":
-        return "all"
-    names = _names(text, "stack")
-    _known(names, load_config().stacks, "stack")
-    return ",".join(names)
+    return "all" if text.strip() == "all" else _known_list(text, load_config().stacks, "stack")
 
 
 def glob_list(text: str) -> str:
