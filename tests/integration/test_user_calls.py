@@ -59,9 +59,13 @@ CASES = [
      "call": {"args": MATMUL_ARGS, "grid": [132]}, "configs": [0, 2], "expect": "sass:UTMALDG"},
     {"id": "add.devdesc", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
      "call": {"args": ADD_ARGS, "grid": [16, 16]}, "expect": "regs<=128"},
-    {"id": "expmm", "kind": "call", "file": "experimental_tma_matmul.py", "function": "matmul_kernel_tma",
+    # as `reprokit init`'s plan writes a case: the kernel under `kernel`, the JIT's fields left empty
+    {"id": "expmm", "kind": "call", "family": "experimental_tma_matmul", "control": "call",
+     "kernel": {"file": "experimental_tma_matmul.py", "function": "matmul_kernel_tma"},
      "call": {"args": {"a_desc_ptr": T([128], "int8"), "b_desc_ptr": T([128], "int8"), "c_desc_ptr": T([128], "int8"),
-                       "M": 4096, "N": 4096, "K": 4096, "FP8_OUTPUT": False}, "grid": [1024]}, "expect": "tma"},
+                       "M": 4096, "N": 4096, "K": 4096, "FP8_OUTPUT": False}, "grid": [1024], "options": {}},
+     "signature": {}, "constexprs": {}, "divisible_by_16": [], "num_warps": 4, "num_stages": 3, "requires": [],
+     "gated_by": None, "timeout_s": 300.0, "configs": "all", "expect": "tma"},
 ]
 
 
