@@ -94,6 +94,7 @@ def _split(text: str, what: str) -> list[str]:
 
 
 def run_submit(args) -> int:
+    from reprokit.bundle.reader import open_bundle
     from reprokit.config import load_config
     from reprokit.fleet import task
     from reprokit.fleet.spec import load_fleet
@@ -102,8 +103,13 @@ def run_submit(args) -> int:
     stacks = cfg.select_stacks("all" if args.stacks == "all" else ",".join(_split(args.stacks, "stacks")))
     profiles = [cfg.gpu(k) for k in _split(args.gpus, "gpus")]
     spec = load_fleet(args.fleet, known_profiles=tuple(cfg.gpus))
-    tasks = task.plan_tasks(stacks, profiles, task.parse_shards(args.shards))
-    fleet = task.submit(args.dir, args.plan, tasks, spec, args.mode, report=say if not args.json else quiet)
+    # The plan first: its size bounds the shards before the tasks are listed.
+    plan = open_bundle(args.plan, keep=lambda rel: False)
+    shards = task.parse_shards(args.shards)
+    task.check_shards(plan.plan, shards)
+    tasks = task.plan_tasks(stacks, profiles, shards)
+    fleet = task.submit(args.dir, args.plan, tasks, spec, args.mode, report=say if not args.json else quiet,
+                        bundle=plan)
     if args.json:
         print(json.dumps({"dir": str(fleet.dir), "plan_sha256": fleet.plan_sha256,
                           "jobs": [j.to_dict() for j in fleet.jobs], "tasks": [t.to_dict() for t in fleet.tasks]},

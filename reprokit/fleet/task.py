@@ -51,6 +51,13 @@ def parse_shards(text: str | None) -> int:
     return n
 
 
+def check_shards(plan: dict, shards: int) -> None:
+    """Each shard holds at least one of the plan's cases (and so the task list stays the plan's size)."""
+    n = len(plan.get("cases") or ())
+    if shards > n:
+        raise UsageError(f"--shards {shards}: the plan has {n} case(s), and each shard needs at least one")
+
+
 def plan_tasks(stacks: list[Stack], profiles: list[GpuProfile], shards: int) -> tuple:
     """Every (stack x GPU profile x shard), numbered in that order."""
     tasks = []
@@ -61,12 +68,15 @@ def plan_tasks(stacks: list[Stack], profiles: list[GpuProfile], shards: int) -> 
     return tuple(tasks)
 
 
-def submit(directory: Path, plan: Path, tasks: tuple, spec: FleetSpec, mode: str, report: Report = quiet) -> state.Fleet:
+def submit(directory: Path, plan: Path, tasks: tuple, spec: FleetSpec, mode: str, report: Report = quiet,
+           bundle=None) -> state.Fleet:
     """Freeze the plan into `directory`, write fleet.json and submit one array job per distinct
     Slurm request (tasks of GPU profiles that ask for the same resources share one array)."""
     directory = Path(directory).resolve()
     # The user's inputs first, whatever this host has: a bad plan is the same error with or without Slurm.
-    bundle = open_bundle(plan, keep=lambda rel: False)   # verified before anything is written
+    if bundle is None:  # the caller's own opening of `plan`, else verified here before anything is written
+        bundle = open_bundle(plan, keep=lambda rel: False)
+    check_shards(bundle.plan, max((t.shard[1] for t in tasks), default=1))
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(f"{directory}: exists and is not an empty folder; a fleet folder is new "
                          "(`fleet collect --resubmit` reruns what failed in an old one)")

@@ -130,6 +130,9 @@ def _cli(*args, env=None):
     (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", ","], "--gpus: ',' names no GPU profile"),
     (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", "a100"], "unknown GPU profile 'a100'"),
     (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", "h100", "--shards", "x"], "not a whole number"),
+    # More shards than cases: refused before a task is listed (a billion shards once listed a billion tasks).
+    (["--plan", "GOLDEN", "--stacks", "triton-3.6-cu130", "--gpus", "h100", "--shards", "1000000000"],
+     "each shard needs at least one"),
 ])
 def test_fleet_submit_bad_input_is_one_line_exit_2_and_no_folder(tmp_path, repo_root, args, message):
     golden = sorted((repo_root / "bundles" / "golden").rglob("*.tgz"))[0]
