@@ -40,14 +40,18 @@ def _sha(p: Path) -> str:
 def test_bundle_share_of_one_capture_is_one_sha256_under_every_hash_seed_and_home(stack_ready, tmp_path):
     stack_ready(STACK)
     # The capture runs with a HOME outside /home whose tail looks like one (/.../x/home), as on a
-    # fresh CI machine: Triton reports its cache dirs under it in env.json.
+    # fresh CI machine: Triton reports its cache dirs under it in env.json, and reprokit's cache
+    # (the stack's venv, whose paths env.json names) lies in it too (a link to the built venvs).
     capture_home = tmp_path / "x" / "home"
     capture_home.mkdir(parents=True)
+    (capture_home / "cache").symlink_to(host().cache, target_is_directory=True)
+    cache = {"REPROKIT_CACHE": capture_home / "cache"}
     cap = tmp_path / "cap"
     p = _cli("capture", "--gpu", "h100", "--stack", STACK, "--executor", "venv", "--workers", "1",
-             "--cases", CASES, "--out", cap, env=_env(HOME=capture_home))
+             "--cases", CASES, "--out", cap, env=_env(HOME=capture_home, **cache))
     assert p.returncode == 0, p.stderr
-    assert str(capture_home).encode() in (cap / "env.json").read_bytes()   # the test plants what it looks for
+    planted = (cap / "env.json").read_bytes()                  # the test plants what it looks for
+    assert f"{capture_home}/.triton/cache".encode() in planted and f"{capture_home}/cache/venvs/".encode() in planted
     # The other HOME is a /home/<user> that exists nowhere: bundling reads it, never writes there.
     homes = (capture_home, Path(f"/home/rk{os.getpid()}"))
     tmpdirs = (tmp_path / "tmp-a", tmp_path / "tmp-bb")   # and the temp folder changes too
@@ -58,7 +62,7 @@ def test_bundle_share_of_one_capture_is_one_sha256_under_every_hash_seed_and_hom
         for i, seed in enumerate(SEEDS):
             out = tmp_path / f"out-{home.name}-{seed}"
             p = _cli("bundle", cap, "--out", out, "--share", "--executor", "venv",
-                     env=_env(HOME=home, PYTHONHASHSEED=seed, TMPDIR=tmpdirs[i % 2]))
+                     env=_env(HOME=home, PYTHONHASHSEED=seed, TMPDIR=tmpdirs[i % 2], **cache))
             assert p.returncode == 0, p.stderr
             (bundle,) = out.glob("*.tgz")
             digests[(str(home), seed)] = _sha(bundle)

@@ -4,6 +4,7 @@ reprokit importable, a clean environment, outside the checkout): it reproduces t
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -110,9 +111,10 @@ def test_a_capture_with_reproducers_packs_to_the_same_bytes_twice(captured, tmp_
 
     cap = captured("triton-3.6-cu130", "h100", None)
     digests = []
-    for out in ("a", "b"):
+    for seed, out in enumerate(("a", "b")):  # two hash seeds: set order must never reach the bytes
         p = subprocess.run([sys.executable, "-m", "reprokit", "bundle", str(cap.out_dir), "--out", str(tmp_path / out),
-                            "--share", "--executor", "venv"], capture_output=True, text=True, timeout=600)
+                            "--share", "--executor", "venv"], capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)})
         assert p.returncode == 0, p.stderr
         (path,) = (tmp_path / out).glob("*.tgz")
         digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
