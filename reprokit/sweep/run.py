@@ -85,6 +85,12 @@ def targets(spec: SweepSpec, cfg: Config, opts: SweepOptions) -> list[tuple[GpuP
     if not out:
         raise UsageError(f"sweep {spec.name}: no target left after --gpus/--stacks "
                          f"(its targets: {', '.join(f'{t.gpu}: {len(t.stacks)} stacks' for t in spec.targets)})")
+    if opts.shard:  # points are dealt by their place in the grid, the same for every target
+        profile, stack = out[0]
+        if not build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
+                                mode=opts.mode)["cases"]:
+            raise UsageError(f"--shard {opts.shard[0]}/{opts.shard[1]}: that shard of sweep {spec.name} holds no "
+                             f"point; give fewer shards than the grid has points")
     return out
 
 

@@ -80,6 +80,8 @@ GOLDEN = sorted((ROOT / "bundles" / "golden").glob("*/*.tgz"))[0]
     (["sweep", "--merge", str(GOLDEN), "--stacks", "triton-3.6-cu130", "--reduced"],
      "--stacks, --reduced would be ignored"),
     (["fleet", "task", "{tmp}", "3", "--index-from-env", "SLURM_ARRAY_TASK_ID"], "give INDEX (3) or --index-from-env"),
+    (["sweep", "tma-invariants", "--reduced", "--shard", "999/1000", "--work", "{tmp}/w", "--out", "{tmp}/o"],
+     "that shard of sweep tma-invariants holds no point"),
     # Globs that match nothing: exit 2 from every verb that takes them, before any stack starts.
     (["run", "--gpu", "h100", "--executor", "venv", "--stacks", "triton-3.6-cu130", "--cases", "nomatch*",
       "--out", "{tmp}/b"], "--cases 'nomatch*' matches no case"),
