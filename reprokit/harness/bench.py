@@ -247,13 +247,22 @@ class _Profiler:
         return False
 
 
-def _names(torch, fn) -> set:
-    """The names of the GPU activities one call of `fn` makes, from the profiler."""
+_NAMES: dict = {}
+
+
+def _names(torch, fn, key: str | None = None) -> set:
+    """The names of the GPU activities one call of `fn` makes, from the profiler; kept per
+    process under `key` (the spin and the flush make the same kernels every time)."""
+    if key in _NAMES:
+        return _NAMES[key]
     with _Profiler(torch) as p:
         fn()
     if p.records is None:
         raise RuntimeError(p.error)
-    return {r[0] for r in p.records}
+    names = {r[0] for r in p.records}
+    if key is not None:
+        _NAMES[key] = names
+    return names
 
 
 def reference_clock(nvml_index: int, spin: _Spinner) -> dict:
@@ -290,22 +299,32 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     and `raw` (every sample, by contender, method and round)."""
     import torch
 
+    phase, t_phase = {}, time.perf_counter()
+
+    def lap(name):
+        nonlocal t_phase
+        now = time.perf_counter()
+        phase[name] = round(now - t_phase, 4)
+        t_phase = now
+
     flusher = _flusher(torch) if flush else _no_flush
     spin = _Spinner(torch)
     ref = reference_clock(nvml_index, spin)
     floor = CLOCK_FLOOR * ref["mhz"]
     est = {name: _estimate_ms(torch, fn, flusher, spin) for name, fn in contenders.items()}
     cycles = {name: spin.cycles_for(max(SPIN_MIN_US, 1e3 * idle_factor * est[name])) for name in contenders}
+    lap("setup_warmup_s")
     raw = {name: {"events": [], "profiler": [], "graph": [], "spin_cycles": cycles[name], "spin_event_ms": [],
                   "spin_profiler_ms": [], "discarded": [], "reached": [], "noise": [], "elapsed_s": []}
            for name in contenders}
     try:  # what separates one timed launch from the next in the profiler's records
-        spin_names = _names(torch, lambda: spin(100))
-        flush_names = _names(torch, flusher) if flush else set()
+        spin_names = _names(torch, lambda: spin(100), "spin")
+        flush_names = _names(torch, flusher, "flush") if flush else set()
         prof_error = None
     except RuntimeError as e:
         spin_names, flush_names, prof_error = set(), set(), str(e)
     min_s, limit_s = MIN_TIME_S / ROUNDS, TIME_LIMIT_S / ROUNDS
+    lap("profiler_probes_s")
     # NVML watches the rounds (the headline) and the graphs apart: a graph replays its launches
     # back to back, and a big GEMM's replay alone can reach the power cap.
     with nvml.Sampler(nvml_index, 0.02) as watched, _Profiler(torch) as prof:
@@ -315,6 +334,7 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
                                   spin.event_overhead_ms)
                 for key in ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s"):
                     raw[name][key].append(r[key])
+    lap("rounds_s")
     order = [(name, i) for i in range(ROUNDS) for name in contenders]
     prof_error = prof_error or prof.error
     if prof_error is None:
@@ -329,6 +349,7 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
                 raw[name]["spin_profiler_ms"].append(spins)
                 # The profiler's spin times are exact: they decide which samples were slow-clocked.
                 raw[name]["discarded"][i] = [j for j, sp in enumerate(spins) if _below(cycles[name], sp, floor)]
+    lap("profiler_records_s")
     with nvml.Sampler(nvml_index, 0.02) as watched_graph:
         for name, fn in contenders.items():
             inner = int(min(200, max(5, GRAPH_TARGET_MS / max(est[name], 1e-3))))
@@ -341,6 +362,8 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
               "noise_target": NOISE_TARGET, "min_samples": MIN_SAMPLES, "min_time_s": MIN_TIME_S,
               "time_limit_s": TIME_LIMIT_S, "clock_floor": CLOCK_FLOOR, "reference_clock_mhz": ref["mhz"],
               "reference_clock_source": ref["source"]}
+    lap("graphs_s")
+    method["phase_s"] = phase
     out = {"raw": raw, "nvml": watched, "nvml_graph": watched_graph, "method": method}
     for name in contenders:
         out[name] = summarize_contender(raw[name], prof_error, method)

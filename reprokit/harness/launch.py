@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -243,6 +244,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         import triton
 
         torch.cuda.init()
+        t_gpu = time.perf_counter()
         cubin = os.path.join(case_dir, "kernel.cubin")
         fn = None if recipe.args == "cuda" else load_kernel(kernels_dir, case["kernel"]["file"],
                                                             case["kernel"]["function"])
@@ -276,6 +278,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
                 f.write("\n")
         del bound
         torch.cuda.empty_cache()
+        out["gpu_s"] = round(time.perf_counter() - t_gpu, 3)  # how long this case held the GPU
     return out
 
 

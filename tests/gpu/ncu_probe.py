@@ -24,6 +24,9 @@ def main() -> int:
     import torch
     import triton
 
+    if args.case == "empty":
+        return _empty(torch, triton, args)
+
     from reprokit.config import load_config
     from reprokit.harness import bench, launch
     from reprokit.harness.toolbox import load_kernel
@@ -48,6 +51,36 @@ def main() -> int:
     for _ in range(args.launches):
         flush()
         bound.run()
+    torch.cuda.synchronize()
+    return 0
+
+
+def _empty(torch, triton, args) -> int:
+    """A kernel that does nothing (one program stores one word): what a launch costs each
+    timing method by itself. ncu minus the profiler on it is ncu's fixed offset per launch."""
+    import triton.language as tl
+
+    from reprokit.harness import bench
+
+    @triton.jit
+    def empty_kernel(x):
+        tl.store(x, 1.0)
+
+    x = torch.zeros(1, device="cuda")
+
+    def run():
+        empty_kernel[(1,)](x)
+
+    run()
+    torch.cuda.synchronize()
+    if args.time:
+        k = bench.compare({"kernel": run}, flush=True)["kernel"]
+        print(json.dumps({"median_ms": k["median_ms"], "headline": k["headline"], "events_ms": k["events"]["median_ms"]}))
+        return 0
+    flush = bench._flusher(torch)
+    for _ in range(args.launches):
+        flush()
+        run()
     torch.cuda.synchronize()
     return 0
 

@@ -94,6 +94,21 @@ def _ncu_ms(case: str, size: int, kernel: str) -> list:
     return [float(r["Metric Value"].replace(",", "")) / 1e6 for r in rows]
 
 
+@pytest.fixture(scope="module")
+def ncu_offset_ms():
+    """ncu's gpu__time_duration minus the profiler's time, on a kernel that does nothing: what
+    ncu counts per launch beyond the kernel's own start and end."""
+    ncu = statistics.median(_ncu_ms("empty", 0, "empty_kernel"))
+    p = subprocess.run([sys.executable, PROBE, "empty", "--size", "0", "--time"], capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    ours = json.loads(p.stdout.strip().splitlines()[-1])
+    print(f"NCU empty kernel: ncu {1e3 * ncu:.3f} us, {ours['headline']} {1e3 * ours['median_ms']:.3f} us, "
+          f"events {1e3 * ours['events_ms']:.3f} us: offset {1e3 * (ncu - ours['median_ms']):+.3f} us")
+    assert ours["headline"] == "profiler"
+    return ncu - ours["median_ms"]
+
+
 @pytest.mark.parametrize("case,size,kernel", [
     ("host_descriptor.p0", 4096, "copy_p0"),                                   # ~21 us
     ("host_descriptor.p0", 8192, "copy_p0"),                                   # ~93 us
@@ -101,22 +116,22 @@ def _ncu_ms(case: str, size: int, kernel: str) -> list:
     ("tensor_descriptor.gemm-128x256x64-w8-s3", 4096, "gemm_tensor_descriptor"),  # ~0.19 ms
     ("tensor_descriptor.gemm-128x256x64-w8-s3", 8192, "gemm_tensor_descriptor"),  # ~1.6 ms
 ])
-def test_benchmark_agrees_with_ncu_within_3_percent(case, size, kernel):
+def test_benchmark_agrees_with_ncu_within_2_percent_after_ncus_launch_offset(case, size, kernel, ncu_offset_ms):
     ncu = statistics.median(_ncu_ms(case, size, kernel))
     p = subprocess.run([sys.executable, PROBE, case, "--size", str(size), "--time"], capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr[-2000:]
     ours = json.loads(p.stdout.strip().splitlines()[-1])
+    corrected = ours["median_ms"] + ncu_offset_ms
     print(f"NCU {case} {size}: ncu {ncu:.4f} ms, {ours['headline']} {ours['median_ms']:.4f} ms "
-          f"({100 * (ours['median_ms'] / ncu - 1):+.1f}%), events {ours['events_ms']:.4f} ms "
+          f"({100 * (ours['median_ms'] / ncu - 1):+.1f}%), with ncu's launch offset {corrected:.4f} ms "
+          f"({100 * (corrected / ncu - 1):+.2f}%), events {ours['events_ms']:.4f} ms "
           f"({100 * (ours['events_ms'] / ncu - 1):+.1f}%), graphs {ours['graph_median_ms']:.4f} ms "
           f"({100 * (ours['graph_median_ms'] / ncu - 1):+.1f}%), spread {ours['spread']:.4f}, "
           f"throttled {ours['throttled']}")
     assert ours["headline"] == "profiler", ours["profiler_error"]
-    # Within 3%, or 2 us for kernels of a few tens of us: gpu__time_duration also counts about
-    # 1.4 us of the launch's start that the profiler's kernel record leaves out (measured on the
-    # H100: ncu minus profiler 1.2-1.5 us for the 21 and 28 us kernels, -6% and -5%; 0.6-1.9%
-    # from 93 us to 1.5 ms).
-    assert abs(ours["median_ms"] - ncu) <= max(0.03 * ncu, 0.002)
+    # gpu__time_duration also counts a fixed part of each launch that the profiler's kernel record
+    # leaves out; an empty kernel measures it (ncu_offset_ms). With it added, within 2%.
+    assert abs(corrected - ncu) <= 0.02 * ncu
     assert ours["spread"] <= 0.02
     assert not ours["throttled"]
