@@ -265,6 +265,17 @@ def _names(torch, fn, key: str | None = None) -> set:
     return names
 
 
+def warm_profiler(torch) -> None:
+    """Start the profiler once in this process, and learn the spin's kernel name with it. The
+    first profiler session of a process costs 4-6 s on the H100 (CUPTI starting up, measured per
+    case): a case calls this before it waits for the GPU, so that the wait is not that long for
+    every other case. A profiler that cannot run is left for compare() to record."""
+    try:
+        _names(torch, lambda: torch.cuda._sleep(100), "spin")
+    except RuntimeError:
+        pass
+
+
 def reference_clock(nvml_index: int, spin: _Spinner) -> dict:
     """The SM clock samples are held to: NVML's default applications clock (what the board runs
     at when nothing lowers it), else its maximum SM clock, else the spin's calibration."""
