@@ -139,3 +139,32 @@ def test_when_every_sample_is_under_the_floor_they_are_kept_and_flagged():
            "spin_profiler_ms": [[0.04, 0.04]], "discarded": [[0, 1]]}
     s = bench.summarize_contender(raw, None, {"clock_floor": 0.75, "reference_clock_mhz": 1980.0})
     assert s["profiler"]["n"] == 2 and s["clock"]["all_below_floor"] and s["clock"]["discarded"] == 2
+
+
+def test_the_adaptive_h100_bundle_holds_what_the_docs_say():
+    """bundles/examples/h100-gpu-triton-3.6.0-adaptive.tgz (docs/performance.md): every
+    contender reached its noise target with a clock reading per sample and none discarded, the
+    flush and idle gap follow launch.bench_policy, and its raw samples agree with its summaries."""
+    from pathlib import Path
+
+    from reprokit.bundle.reader import open_bundle
+    from reprokit.harness import launch
+
+    b = open_bundle(Path(__file__).resolve().parents[2] / "bundles" / "examples" / "h100-gpu-triton-3.6.0-adaptive.tgz")
+    rows = [(c, r) for c in b.results["cases"] for r in (c.get("gpu") or {}).get("bench") or [] if "kernel" in r]
+    assert len(rows) == 17
+    for case, row in rows:
+        kind = "gemm" if "K" in row["size"] else "copy"
+        assert {k: row["method"][k] for k in ("flush_l2", "idle_factor")} == \
+            {"flush_l2": True, "idle_factor": launch.bench_policy(kind, row["size"])["idle_factor"]}
+        for who in ("kernel", "baseline"):
+            k = row[who]
+            assert k["headline"] == "profiler" and k["stopping"]["reached"] and k["clock"]["discarded"] == 0
+            assert all(n >= bench.MIN_SAMPLES for n in k["stopping"]["samples"])
+            assert 1500 < k["clock"]["median_mhz"] < 2200
+    import json
+
+    runs = json.loads(b.read(rows[0][0]["artifacts"]["bench"]))["runs"]
+    raw = runs[0]["raw"]["kernel"]
+    again = bench.summarize_contender(raw, None, rows[0][1]["method"])
+    assert again["median_ms"] == rows[0][1]["kernel"]["median_ms"]
