@@ -123,6 +123,12 @@ bench-gpu-copy:
 bench-trace: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_trace.py
 
+# On a GPU host: each suite baseline timed with the L2 flush on and off and the idle gap at 0 and
+# 3x, to see where each changes the answer (docs/performance.md has the H100's table).
+.PHONY: bench-gpu-method
+bench-gpu-method:
+	$(PYTHON) benchmarks/bench_gpu_method.py
+
 # `reprokit sweep` over 1,200 points vs bare triton.compile of them in 2 processes (target <= 1.25x).
 .PHONY: bench-sweep
 bench-sweep: $(VENV)/.installed

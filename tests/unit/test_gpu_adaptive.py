@@ -29,8 +29,6 @@ class _GPU:
 
 class _Torch:
     def __init__(self, gpu):
-        outer = self
-
         class Event:
             def __init__(self, enable_timing=False):
                 self.t = None
@@ -49,7 +47,6 @@ class _Torch:
 
         cuda.Event = Event
         self.cuda = cuda
-        self.gpu = outer and gpu
 
 
 def _round(draw, mhz=lambda: 1980.0, floor=1485.0, min_s=0.01, limit_s=0.3):
