@@ -30,7 +30,9 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import stat
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,12 +65,32 @@ class Lock:
     def release(self) -> None:
         if self.fd is None:
             return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        os.close(self.fd)
-        self.fd = None
+        with held_signals():
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+
+# Ctrl-C, SIGTERM and SIGHUP raise in the middle of whatever runs (reprokit.errors.Interrupted);
+# while a temp and its lock come or go, they wait, so that a temp never outlives its lock file
+# (sweep() would then never know it for ours) and a lock never outlives a clean exit.
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextmanager
+def held_signals() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP held back until the block ends (then delivered, as they came)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach Python in the main thread only
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _owner(path: Path) -> str:
@@ -177,11 +199,14 @@ def acquire(target: Path, what: str = "", shown: Path | None = None) -> Lock:
 
 @contextmanager
 def hold(target: Path, what: str = "", shown: Path | None = None) -> Iterator[Lock]:
-    lock = acquire(target, what, shown)
+    lock = None
     try:
+        with held_signals():  # a signal that comes now finds the lock taken, and released below
+            lock = acquire(target, what, shown)
         yield lock
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
 
 
 def owner_alive(item: Path) -> bool:
@@ -210,39 +235,44 @@ class Temp:
 
     def discard(self) -> None:
         """Remove it (whatever of it exists) and its lock."""
-        _remove(self.path)
-        self.lock.release()
+        with held_signals():
+            _remove(self.path)
+            self.lock.release()
 
     def finish(self, final: Path) -> None:
         """Rename it to `final` (same folder, so atomic), then drop its lock."""
-        os.replace(self.path, final)
-        self.lock.release()
+        with held_signals():
+            os.replace(self.path, final)
+            self.lock.release()
 
 
 def make_temp(folder: Path, stem: str, kind: str, *, is_dir: bool) -> Temp:
     """A fresh temporary file (empty) or folder in `folder`, locked before it exists."""
     folder = Path(folder)
     path = folder / temp_name(stem, kind)
-    lock = acquire(path, "temporary")
-    try:
-        if is_dir:
-            path.mkdir()
-        else:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-    except OSError as e:
-        lock.release()
-        raise FileSystemError.of(path, e, "cannot create") from None
-    return Temp(path, lock)
+    with held_signals():
+        lock = acquire(path, "temporary")
+        try:
+            if is_dir:
+                path.mkdir()
+            else:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        except OSError as e:
+            lock.release()
+            raise FileSystemError.of(path, e, "cannot create") from None
+        return Temp(path, lock)
 
 
 @contextmanager
 def temp(folder: Path, stem: str, kind: str, *, is_dir: bool) -> Iterator[Temp]:
     """make_temp() removed at the end unless finish()ed."""
-    t = make_temp(folder, stem, kind, is_dir=is_dir)
+    t = None
     try:
+        with held_signals():  # a signal that comes now finds `t` set, and it is removed below
+            t = make_temp(folder, stem, kind, is_dir=is_dir)
         yield t
     finally:
-        if t.lock.fd is not None:
+        if t is not None and t.lock.fd is not None:
             t.discard()
 
 

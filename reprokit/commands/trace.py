@@ -66,9 +66,8 @@ def run(args) -> int:
     # A locked temporary folder of ours in --out (the records and the capture): removed however
     # the trace ends, and swept by the next writer there after a SIGKILL.
     locks.sweep(out)
-    tmp = locks.make_temp(out, ".trace", "run", is_dir=True)
-    scratch = tmp.path
-    try:
+    with locks.temp(out, ".trace", "run", is_dir=True) as tmp:
+        scratch = tmp.path
         say(f"trace: running {' '.join(argv)}" + (" under the interpreter (no GPU)" if interpret else ""))
         ran = program.run(options, scratch / "records", args.host.child_environ())
         if ran.start is None:
@@ -80,8 +79,6 @@ def run(args) -> int:
         t0 = time.perf_counter()
         bundle, results = _capture(args, ran, profile, gpu, scratch, argv, interpret)
         capture_s = time.perf_counter() - t0
-    finally:
-        tmp.discard()
     return _report(args, ran, bundle, results, capture_s)
 
 
