@@ -169,8 +169,8 @@ def normalise_case(case: dict) -> dict:
 
 def expand_plan(plan: dict, kernels_dir: str, log=print) -> dict:
     """The plan with every call case normalised and every autotuned one expanded to one case
-    per config it selects (`x.cfg<i>`, carrying `autotune: {config, count}`): the same plan
-    when there is nothing to do. How many configs each kernel has is read in a throwaway
+    per config it selects (`x.cfg<i>`, carrying `autotune: {config, count}`; `autotune: null`
+    on a call that is not expanded): the same plan when there is nothing to do. How many configs each kernel has is read in a throwaway
     process (the kernel file's code runs there, never in the runner)."""
     todo = [c for c in plan["cases"] if c.get("kind") == "call" and "autotune" not in c]
     refs = sorted({kernel_ref(c) for c in todo})
@@ -184,10 +184,16 @@ def expand_plan(plan: dict, kernels_dir: str, log=print) -> dict:
             continue
         c = normalise_case(c)
         file, function = kernel_ref(c)
-        fact = facts.get(f"{file}:{function}")
+        ref = f"{file}:{function}"
+        if "autotune" in c or ref not in facts:
+            cases.append(c)  # already expanded or settled, or its file did not load: left as it is
+            continue
+        fact = facts[ref]
         args = (c.get("call") or {}).get("args") or {}
-        if "autotune" in c or fact is None or (fact["keys"] and set(fact["keys"]) <= set(args)):
-            cases.append(c)  # already expanded, not autotuned (or did not load), or one config's call
+        if fact is None or (fact["keys"] and set(fact["keys"]) <= set(args)):
+            # not autotuned, or the call names one config itself (a traced launch): settled, so
+            # that a replay of this plan need not load the file to ask again
+            cases.append({**c, "autotune": None})
             continue
         n = fact["count"]
         pick = c.get("configs", "all")
