@@ -29,7 +29,8 @@ _PLACEHOLDER = {"hostname": "<host>", "user": "<user>", "home": "<home>", "gpu-u
 # out of every file; they are still redacted in env.json.
 _MIN_SECRET_LEN = 8
 _MIN_IDENTITY_LEN = 3
-_GENERIC_USERS = frozenset({"root", "nobody", "user", "admin", "ubuntu", "runner", "debian"})
+# ... and reprokit's own: a stack image's user (HOME=/home/stack) and a container's USER.
+_GENERIC_USERS = frozenset({"root", "nobody", "user", "admin", "ubuntu", "runner", "debian", "stack", "reprokit"})
 _GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 _WORD_BEFORE = rb"(?<![A-Za-z0-9_-])"
 _WORD_AFTER = rb"(?![A-Za-z0-9_-])"

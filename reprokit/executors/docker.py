@@ -38,6 +38,9 @@ DEFAULT_DOCKERFILE = "Dockerfiles/stack.Dockerfile"
 PACKAGE_MOUNT = "/opt/reprokit"
 SASS_CACHE_MOUNT = "/cache/sass"
 CONTAINER_TMP = "/tmp"  # the harness's TMPDIR in a container, set so, whatever the image says
+# A container's hostname is otherwise its id, drawn anew each run: env.json would differ between
+# two runs of the same thing. (One word that text never holds: --share replaces host names.)
+CONTAINER_HOSTNAME = "reprokit-container"
 BUILD_TIMEOUT_S = 3600  # docker-py's socket timeout while a build streams: pip can be silent for minutes
 KILL_WAIT_S = 30
 # Set by the Dockerfile before its first RUN, so every layer of a build carries it.
@@ -475,7 +478,7 @@ class DockerExecutor(Executor):
         kwargs = dict(
             image=facts["image_id"], command=list(argv), user=self.user, environment=environment,
             mounts=mounts, network_mode="none", working_dir="/out" if any(m["Target"] == "/out" for m in mounts) else "/",
-            init=True, labels={"org.reprokit.stack": stack.name}, detach=True,
+            init=True, labels={"org.reprokit.stack": stack.name}, detach=True, hostname=CONTAINER_HOSTNAME,
         )
         if gpu:
             kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]

@@ -35,7 +35,7 @@ KEEP_LEVELS = ("ttir", "ttgir", "ptx", "sass")
 HASH_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 SAMPLE_ONE_IN = 25
 _DROP = ("wall_s", "compile_s", "sass_s")
-_VOLATILE_FACTS = ("reused", "container_id", "container", "seconds", "wall_s")
+_VOLATILE_FACTS = ("reused", "container_id", "container", "seconds", "wall_s", "started_at", "finished_at")
 
 
 @dataclass(frozen=True)

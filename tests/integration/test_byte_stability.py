@@ -97,3 +97,23 @@ def test_a_sweep_is_one_sha256_under_two_tmpdirs_and_homes(stack_ready, tmp_path
         assert str(tmpdir).encode() not in stream and str(home).encode() not in stream
         assert b'"<tmp>.ptx"' in stream and b'"<home>/.triton/cache"' in stream and b"<cache>/venvs/" in stream
     assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.docker
+def test_a_docker_sweep_is_one_sha256_under_two_tmpdirs(base_image, tmp_path):
+    """In a container the harness's temp folder is the container's /tmp whatever the host's
+    TMPDIR, and the container's hostname and start time are no part of the answers."""
+    digests = {}
+    for i, tmpdir in enumerate((tmp_path / "t1", tmp_path / "another-temp-root")):
+        tmpdir.mkdir()
+        p = _cli("sweep", "tma-invariants", "--reduced", "--stacks", "triton-3.5-cu130", "--executor", "docker",
+                 "--work", tmp_path / f"work{i}", "--out", tmp_path / f"out{i}",
+                 env=_env(TMPDIR=tmpdir, SOURCE_DATE_EPOCH=1700000000, REPROKIT_BASE_IMAGE=base_image,
+                          REPROKIT_WITH_TORCH=0), timeout=900)
+        assert p.returncode == 0, p.stderr
+        (bundle,) = (tmp_path / f"out{i}").glob("*.tgz")
+        digests[str(tmpdir)] = _sha(bundle)
+        env = open_bundle(bundle).env
+        assert env["os"]["in_container"] is True and env["os"]["hostname"] == "reprokit-container"
+        assert b'"<tmp>.ptx"' in gzip.decompress(bundle.read_bytes())
+    assert len(set(digests.values())) == 1, digests

@@ -201,3 +201,14 @@ def test_a_home_outside_home_is_not_taken_apart_by_the_home_pattern(tmp_path):
     # Triton's own home (3.4+ knobs) names the stack's HOME; /home/.triton is no home, .triton no user.
     assert not any(h.startswith("/home/.") for h in facts.homes) and ".triton" not in facts.users
     assert "alice" in facts.users
+
+
+def test_a_stack_image_home_is_a_home_but_its_user_is_no_identity():
+    from reprokit.bundle.redact import HostFacts, Scrubber
+
+    env_doc = {"knobs": {"cache": {"home_dir": "/home/stack/"}}, "os": {"hostname": "reprokit-container"}}
+    scrubber = Scrubber.for_capture(env_doc, share=True, environ={"HOME": "/home/alice", "USER": "alice"},
+                                    facts=HostFacts.gather(env_doc, {"HOME": "/home/alice", "USER": "alice"}))
+    out, _ = scrubber.scrub(b"/home/stack/.triton/cache: the stack ran as reprokit for alice", binary=False,
+                            shapes=False)
+    assert out == b"<home>/.triton/cache: the stack ran as reprokit for <user>"
