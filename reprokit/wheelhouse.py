@@ -6,13 +6,14 @@ local run uses the machine's own. docs/offline.md says how to install from it.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit import proc
+from reprokit import locks, proc
 from reprokit.config import PACKAGE_DIR, load_toml
-from reprokit.errors import ExecutorError, UsageError
+from reprokit.errors import ExecutorError, FileSystemError, UsageError
 
 PIP_TIMEOUT_S = 1800
 # What pip needs to install reprokit's own wheel and its test extra with --no-index.
@@ -72,23 +73,38 @@ def download_argv(opts: WheelhouseOptions, reqs: list[str], python: str = sys.ex
     return argv + [*reqs, *BUILD_TOOLS]
 
 
-def make(opts: WheelhouseOptions, echo=None) -> list[Path]:
-    """Fill opts.out with the wheels; return them, sorted. Needs a package index (a connected machine)."""
+# What a copy of the checkout leaves out when reprokit's wheel is built from it: setuptools'
+# build/ keeps modules since deleted (a wheel built beside it ships them), and the rest is big
+# or not the package's.
+_NOT_SOURCES = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", ".reprokit", "bundles", "__pycache__",
+                                      ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.pyc")
+
+
+def make(opts: WheelhouseOptions, echo=None, tmp: Path | None = None) -> list[Path]:
+    """Fill opts.out with the wheels; return them, sorted. Needs a package index (a connected machine).
+    reprokit's own wheel is built from a copy of the checkout in a scratch folder under `tmp`
+    (HostEnv.tmp), so the checkout gets no build/ and the wheel holds only today's modules."""
     root = checkout()
     if opts.out.exists() and not opts.out.is_dir():
         raise UsageError(f"{opts.out} exists and is not a folder")
     opts.out.mkdir(parents=True, exist_ok=True)
-    steps = [
-        (download_argv(opts, requirements(root, opts.extras)), "download the host side's wheels"),
-        # reprokit's own wheel is pure Python: one build serves every target.
-        ([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", "--wheel-dir",
-          str(opts.out), str(root)], "build reprokit's wheel"),
-    ]
-    for argv, what in steps:
-        r = proc.run(argv, timeout=PIP_TIMEOUT_S, echo=echo)
-        if not r.ok:
-            why = "timed out" if r.timed_out else (proc.tail(r.stderr_tail, 1) or f"exited {r.returncode}")
-            raise ExecutorError(f"cannot {what}: pip {why}")
+    with locks.scratch(tmp or opts.out, "wheel-src") as scratch:
+        src = scratch / "src"
+        try:
+            shutil.copytree(root, src, ignore=_NOT_SOURCES)
+        except (OSError, shutil.Error) as e:
+            raise FileSystemError(f"{scratch}: cannot copy the checkout to build reprokit's wheel: {e}") from None
+        steps = [
+            (download_argv(opts, requirements(root, opts.extras)), "download the host side's wheels"),
+            # reprokit's own wheel is pure Python: one build serves every target.
+            ([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps", "--wheel-dir",
+              str(opts.out.absolute()), str(src)], "build reprokit's wheel"),
+        ]
+        for argv, what in steps:
+            r = proc.run(argv, timeout=PIP_TIMEOUT_S, echo=echo)
+            if not r.ok:
+                why = "timed out" if r.timed_out else (proc.tail(r.stderr_tail, 1) or f"exited {r.returncode}")
+                raise ExecutorError(f"cannot {what}: pip {why}")
     # The Makefile installs the extras this names (WHEELHOUSE=...), so it never asks the folder
     # for a wheel it was not made with.
     (opts.out / EXTRAS_FILE).write_text(",".join(opts.extras) + "\n")

@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     extras = tuple(e.strip() for e in args.extras.split(",") if e.strip())
     opts = WheelhouseOptions(args.out, args.python_version, tuple(args.platform), extras)
-    wheels = make(opts, echo=None if args.json else say)
+    wheels = make(opts, echo=None if args.json else say, tmp=args.host.tmp)
     if args.json:
         print(json.dumps({"out": str(args.out), "wheels": [w.name for w in wheels]}, indent=1))
     else:

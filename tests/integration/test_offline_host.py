@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,12 @@ def test_a_wheelhouse_installs_the_host_side_with_no_index(tmp_path):
     names = json.loads(p.stdout)["wheels"]
     assert any(n.startswith("reprokit_gpu-") for n in names) and any(n.startswith("jsonschema-") for n in names)
     assert not any(n.startswith(("triton-", "torch-")) for n in names)
+    # Built from a copy of the checkout: exactly today's modules, whatever a build/ folder holds.
+    (own,) = [n for n in names if n.startswith("reprokit_gpu-")]
+    shipped = {n for n in zipfile.ZipFile(wheels / own).namelist() if n.endswith(".py")
+               and not n.startswith("reprokit/defaults/")}
+    assert shipped == {str(p.relative_to(ROOT)) for p in (ROOT / "reprokit").rglob("*.py")
+                       if "__pycache__" not in p.parts}
     assert (wheels / "extras.txt").read_text() == "\n"  # what the Makefile will install from it
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
