@@ -13,8 +13,8 @@ from pathlib import Path
 
 from reprokit import __version__
 from reprokit.clitree import takes_list
-from reprokit.errors import FileSystemError, Interrupted, ReprokitError, UsageError
 from reprokit.config import use_project, use_root
+from reprokit.errors import FileSystemError, Interrupted, ReprokitError, UsageError
 from reprokit.options import HostEnv
 from reprokit.userspec.project import PROJECT_FILE, find
 

@@ -58,7 +58,7 @@ class KernelDef:
 
 
 @dataclass
-class Report:
+class Findings:
     """The problems found, in file order, and the cases normalised (only meaningful without problems)."""
 
     project: Project
@@ -79,9 +79,9 @@ class Report:
         return [f"{w}:{n}: {m}" for w, n, m in self.ordered()]
 
 
-def examine(project: Project) -> Report:
+def examine(project: Project) -> Findings:
     """Every problem of the project's reprokit.toml and its kernels, and its cases normalised."""
-    rep = Report(project)
+    rep = Findings(project)
     lines = project.lines()
     raw = project.raw
     for key in raw:
@@ -113,7 +113,7 @@ def examine(project: Project) -> Report:
     return rep
 
 
-def _check_stacks_and_gpus(project: Project, lines: Lines, rep: Report) -> None:
+def _check_stacks_and_gpus(project: Project, lines: Lines, rep: Findings) -> None:
     """The project's own [stacks.NAME] and [gpus.NAME], as load_config will read them."""
     stacks, gpus = project.raw.get("stacks", {}), project.raw.get("gpus", {})
     for what, tables in (("stacks", stacks), ("gpus", gpus)):
@@ -154,7 +154,7 @@ def _positive_number(v) -> bool:
 
 # --- kernels: which files travel, under which names ---------------------------------------------
 
-def _kernel_entries(project: Project, meta: dict, lines: Lines, rep: Report) -> list:
+def _kernel_entries(project: Project, meta: dict, lines: Lines, rep: Findings) -> list:
     """[(path, is folder)] of [project] kernels (folders or files relative to reprokit.toml);
     fills rep.sources with every file they hold, by the name it gets in the bundle's kernels/."""
     raw = meta.get("kernels")

@@ -18,7 +18,7 @@ from reprokit.config import GpuProfile
 from reprokit.errors import FileSystemError, ProjectInvalid
 from reprokit.options import Report, RunOptions, quiet
 from reprokit.suite import PLAN_FORMAT, select
-from reprokit.userspec.check import Report, examine
+from reprokit.userspec.check import Findings, examine
 from reprokit.userspec.project import Project
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -26,7 +26,7 @@ DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_WARPS, DEFAULT_STAGES = 4, 3
 
 
-def checked(project: Project) -> Report:
+def checked(project: Project) -> Findings:
     """The project's report; ProjectInvalid listing every problem when there is any."""
     rep = examine(project)
     if rep.problems:
