@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from reprokit.harness import standin
 
@@ -123,7 +124,7 @@ def fixes_config(tuner, args: dict) -> bool:
 
 def describe_config(cfg) -> dict:
     """A config as JSON: its kwargs and options (values that JSON cannot hold become strings)."""
-    out = {"kwargs": {k: to_json(v) for k, v in sorted(cfg.kwargs.items())}}
+    out: dict = {"kwargs": {k: to_json(v) for k, v in sorted(cfg.kwargs.items())}}
     for name in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
         out[name] = getattr(cfg, name, None)
     return out
@@ -253,13 +254,13 @@ class Bound:
     """A call bound to the innermost JITFunction: the arguments and options the JIT gets (the
     config's and the heuristics' values joined), the grid, and what was applied on the way."""
 
-    jf: object
+    jf: Any
     kwargs: dict
     grid: tuple
-    inner: object = None  # what launches: the JITFunction, or under the interpreter the InterpretedFunction
+    inner: Any = None  # what launches: the JITFunction, or under the interpreter the InterpretedFunction
     config: int | None = None
-    tuner: object = None
-    chosen: object = None
+    tuner: Any = None
+    chosen: Any = None
     heuristics: tuple = ()
 
 
@@ -304,7 +305,7 @@ def derive(obj, call: dict, config: int | None = None, driver_profile: dict | No
     put back after); without, the active driver does (a GPU)."""
     b = bind(obj, call, config, tensor)
     swap = driver_profile is not None and not standin.active_is_standin()
-    if swap:
+    if driver_profile is not None and swap:
         standin.install_driver(driver_profile)
     captured = None
     try:

@@ -18,7 +18,7 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reprokit.harness import standin
 from reprokit.harness.call import Derived, Refused, Unsupported, autotune_facts, derive
@@ -32,7 +32,7 @@ class Prepared:
     JIT refused the call, or this release lacks an API it needs)."""
 
     derived: Derived | None
-    result: dict | None = None
+    result: dict = field(default_factory=dict)
 
 
 def setup(plan: dict, kernels_dir: str | None = None) -> None:
@@ -123,7 +123,7 @@ def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
     except Unsupported as e:
         return Prepared(None, {"status": "unsupported", "error": str(e)})
     except Refused as e:
-        cause = e.__cause__
+        cause = e.__cause__ or e  # always set: Refused is raised `from` the call's own exception
         import traceback
 
         traceback.print_exception(type(cause), cause, cause.__traceback__)

@@ -103,7 +103,8 @@ class device:  # torch's spelling
 
 
 def contiguous_strides(shape) -> tuple:
-    strides, acc = [], 1
+    strides: list = []
+    acc = 1
     for n in reversed(list(shape)):
         strides.insert(0, acc)
         acc *= max(int(n), 1)
@@ -168,42 +169,32 @@ def _make(shape_args, kwargs, strides=None):
     return Tensor(shape, dt, strides=strides, device_=device(dev) if isinstance(dev, str) else dev)
 
 
+def _module(name: str, attrs: dict) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    vars(mod).update(attrs)
+    return mod
+
+
 def torch_module() -> types.ModuleType:
     """The minimal `torch` described in this module's docstring."""
-    mod = types.ModuleType("torch")
-    mod.__reprokit_standin__ = True
-    mod.__version__ = "0+reprokit.standin"
-    mod.__file__ = None
-    for name, obj in _DTYPE_OBJS.items():
-        setattr(mod, name, obj)
-    for alias, name in _ALIASES.items():
-        setattr(mod, alias, _DTYPE_OBJS[name])
-    mod.dtype, mod.device, mod.Tensor = dtype, device, Tensor
-    mod.empty = mod.zeros = mod.ones = mod.randn = mod.rand = lambda *shape, **kw: _make(shape, kw)
-    mod.empty_strided = lambda shape, strides, **kw: _make((shape,), kw, strides=strides)
-    cuda = types.ModuleType("torch.cuda")
-    cuda.is_available = lambda: False
-    cuda.current_device = lambda: 0
-    cuda.device_count = lambda: 0
-    mod.cuda = cuda
-    return mod
+    def make(*shape, **kw):
+        return _make(shape, kw)
+
+    cuda = _module("torch.cuda", {"is_available": lambda: False, "current_device": lambda: 0,
+                                  "device_count": lambda: 0})
+    return _module("torch", {
+        "__reprokit_standin__": True, "__version__": "0+reprokit.standin", "__file__": None,
+        **_DTYPE_OBJS, **{alias: _DTYPE_OBJS[name] for alias, name in _ALIASES.items()},
+        "dtype": dtype, "device": device, "Tensor": Tensor,
+        "empty": make, "zeros": make, "ones": make, "randn": make, "rand": make,
+        "empty_strided": lambda shape, strides, **kw: _make((shape,), kw, strides=strides),
+        "cuda": cuda,
+    })
 
 
 def numpy_module() -> types.ModuleType:
     """The minimal `numpy` described in this module's docstring."""
     import math
-
-    mod = types.ModuleType("numpy")
-    mod.__reprokit_standin__ = True
-    mod.__version__ = "0+reprokit.standin"
-    for name in ("e", "pi", "inf", "nan"):
-        setattr(mod, name, getattr(math, name))
-    for name in ("log", "log2", "log10", "exp", "exp2", "sqrt", "ceil", "floor", "sin", "cos", "tanh", "isnan",
-                 "isinf", "isfinite"):
-        setattr(mod, name, getattr(math, name, None) or (lambda x: 2.0 ** x))
-    mod.prod = math.prod
-    for name in DTYPES:
-        setattr(mod, name, name)
 
     def missing(name):
         def refuse(*args, **kwargs):
@@ -216,8 +207,14 @@ def numpy_module() -> types.ModuleType:
             raise AttributeError(name)
         return missing(name)
 
-    mod.__getattr__ = module_getattr
-    return mod
+    scalar = ("log", "log2", "log10", "exp", "exp2", "sqrt", "ceil", "floor", "sin", "cos", "tanh", "isnan",
+              "isinf", "isfinite")
+    return _module("numpy", {
+        "__reprokit_standin__": True, "__version__": "0+reprokit.standin", "__getattr__": module_getattr,
+        **{name: getattr(math, name) for name in ("e", "pi", "inf", "nan")},
+        **{name: getattr(math, name, None) or (lambda x: 2.0 ** x) for name in scalar},  # exp2: 3.11+ only
+        "prod": math.prod, **{name: name for name in DTYPES},
+    })
 
 
 def ensure_numpy() -> bool:
