@@ -158,6 +158,26 @@ class Tensor:
     def ptr_range(self) -> int:  # read by AMD's buffer-op specialisation in some releases
         return 0
 
+    # What a kernel file's module-level set-up calls on a tensor: no data, so only the metadata moves.
+    def to(self, *args, **kwargs) -> Tensor:
+        dt = next((a for a in (*args, kwargs.get("dtype")) if isinstance(a, dtype)), None)
+        return Tensor(self.shape, dt or self.dtype, self._strides, self._align, self.device) if dt else self
+
+    def cuda(self, *args, **kwargs) -> Tensor:
+        return self
+
+    def contiguous(self) -> Tensor:
+        return self if self.is_contiguous() else Tensor(self.shape, self.dtype, None, self._align, self.device)
+
+    def half(self) -> Tensor:
+        return self.to(torch_dtype("float16"))
+
+    def float(self) -> Tensor:
+        return self.to(torch_dtype("float32"))
+
+    def bfloat16(self) -> Tensor:
+        return self.to(torch_dtype("bfloat16"))
+
     def __repr__(self) -> str:
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, strides={list(self._strides)}, align={self._align})"
 
@@ -188,7 +208,7 @@ def torch_module() -> types.ModuleType:
         "dtype": dtype, "device": device, "Tensor": Tensor,
         "empty": make, "zeros": make, "ones": make, "randn": make, "rand": make,
         "empty_strided": lambda shape, strides, **kw: _make((shape,), kw, strides=strides),
-        "cuda": cuda,
+        "cuda": cuda, "manual_seed": lambda seed: None,
     })
 
 

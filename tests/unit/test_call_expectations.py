@@ -86,6 +86,11 @@ def test_the_stand_in_torch_has_what_kernel_files_touch_at_import(monkeypatch):
     assert isinstance(t, mod.Tensor) and str(t.device) == "cuda"
     s = mod.empty_strided((8, 8), (1, 8), dtype=mod.float32)
     assert s.stride() == (1, 8) and not s.is_contiguous()
+    # module-level set-up as tutorials write it: seeded inputs moved and cast
+    mod.manual_seed(0)
+    x = mod.randn(128, 64, device="cuda").half().cuda()
+    assert x.dtype == mod.float16 and x.shape == (128, 64) and x.to(mod.bfloat16).element_size() == 2
+    assert s.contiguous().is_contiguous() and x.float().dtype == mod.float32
 
 
 @pytest.mark.parametrize("align", [1, 2, 4, 8, 16])
