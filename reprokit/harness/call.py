@@ -93,17 +93,20 @@ def jit_function(inner):
 
     if isinstance(inner, JITFunction):
         return inner
+    twin = getattr(inner, "_reprokit_jit_twin", None)
+    if twin is not None:  # made once per kernel: a JITFunction reads its source when made
+        return twin
     py = getattr(inner, "fn", None)
     if py is None or not callable(py):
         raise CallError(f"{inner!r} is not a @triton.jit kernel")
-    kwargs = {}
-    for name in ("do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"):
-        if getattr(inner, name, None) is not None:
-            kwargs[name] = getattr(inner, name)
+    # the decorator's own arguments (do_not_specialize, ...), which the interpreter keeps
+    kwargs = dict(getattr(inner, "kwargs", None) or {})
     import inspect
 
     params = inspect.signature(JITFunction.__init__).parameters
-    return JITFunction(py, **{k: v for k, v in kwargs.items() if k in params})
+    twin = JITFunction(py, **{k: v for k, v in kwargs.items() if k in params and v is not None})
+    inner._reprokit_jit_twin = twin
+    return twin
 
 
 def autotune_facts(obj) -> dict | None:
