@@ -224,7 +224,8 @@ def _tl_name(dt) -> str:
 def _intercepted(jf):
     """triton.compile, as the JIT reaches it, raises _Captured instead of compiling. Every
     release 3.0-3.9 looks the function up in triton.compiler when it builds its binder and
-    keeps it as `self.compile` (3.2+) or calls it there; both are put back afterwards."""
+    keeps it as `self.compile`: both are put back afterwards (a binder built meanwhile keeps
+    the real one)."""
     import triton.compiler as tc
 
     real = tc.compile
@@ -241,7 +242,7 @@ def _intercepted(jf):
     finally:
         tc.compile = real
         if jf.__dict__.get("compile") is grab:
-            jf.compile = real
+            jf.compile = own if own is not None else real
 
 
 def _apply_heuristics(heur: list, kwargs: dict) -> None:
