@@ -38,9 +38,9 @@ class Prepared:
 def setup(plan: dict, kernels_dir: str | None = None) -> None:
     """Before a kernel file loads: `import torch` works (the stand-in when torch is absent);
     compile-only, `triton.runtime.driver.active` answers for the plan's GPU profile; and a
-    kernel file's own folder is on sys.path, so that it imports the modules beside it as it
-    does at home (through _KernelFolders, by paths relative to the kernels' parent folder, so no
-    host path reaches the IR's source locations). Done once in the runner (the cases' processes inherit it) and again,
+    kernel file imports the modules beside it as it does at home (_KernelFolders, by paths
+    relative to the kernels' parent folder, so no host path reaches the IR's source
+    locations). Done once in the runner (the cases' processes inherit it) and again,
     harmlessly, in each case."""
     calls = [c for c in plan["cases"] if c.get("kind") == "call"]
     if not calls:
