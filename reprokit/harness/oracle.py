@@ -169,6 +169,9 @@ def judge_call(case: dict, result: dict) -> dict:
     seen = f"{'TMA' if emitted else 'no TMA'} at {level} ({', '.join(f'{lv}={counts[lv]}' for lv in LEVELS if lv in counts)})"
     if not expect:
         return _v(verdict, None, seen)
+    if not EXPECT_RE.match(expect):  # the schema refuses it; a hand-edited plan still gets a record
+        return _v(verdict, None, f"{seen}; the expectation {expect!r} is none of tma, no-tma, sass:OP, "
+                                 "regs<=N, smem<=N")
     if expect in ("tma", "no-tma"):
         return _v(verdict, emitted == (expect == "tma"), f"{seen}; expected {expect}")
     md = result.get("metadata") or {}

@@ -69,6 +69,11 @@ def test_an_expectation_a_failed_compile_cannot_meet_is_not_met_and_unsupported_
     assert judge("tma", rec(status="unsupported", error="lacks"))["verdict"] == "unsupported"
 
 
+def test_an_expectation_that_cannot_be_read_is_said_so_and_judges_nothing():
+    v = judge("regs<128", rec())
+    assert v["met"] is None and "regs<128" in v["reason"] and v["verdict"] == "tma"
+
+
 def test_the_expectation_forms_the_schemas_accept():
     ok = ["tma", "no-tma", "sass:UTMALDG", "sass:HMMA.16816", "regs<=128", "smem<=232448"]
     bad = ["TMA", "sass:", "regs<128", "smem<=", "regs<=-1", "sass:utmaldg"]
