@@ -282,7 +282,8 @@ def bind(obj, call: dict, config: int | None = None, tensor=make_tensor) -> Boun
         tuner = None  # the call names the config's meta-parameters itself (a traced launch)
     if tuner is not None:
         if config is None:
-            raise CallError(f"{kernel_name(jf)} is autotuned: name a config")
+            raise CallError(f"{kernel_name(jf)} is autotuned and the case names none of its {len(tuner.configs)} "
+                            "configs (`configs`: \"all\" or indices from 0)")
         chosen = tuner.configs[config]
         options.update({k: v for k, v in chosen.all_kwargs().items() if k not in chosen.kwargs})
         args.update(chosen.kwargs)

@@ -197,10 +197,17 @@ def expand_plan(plan: dict, kernels_dir: str, log=print) -> dict:
             continue
         n = fact["count"]
         pick = c.get("configs", "all")
-        picked = list(range(n)) if pick in (None, "all") else [i for i in pick if isinstance(i, int) and 0 <= i < n]
-        bad = [] if pick in (None, "all") else [i for i in pick if i not in picked]
+        if pick in (None, "all"):
+            picked, bad = list(range(n)), []
+        else:
+            listed = pick if isinstance(pick, list) else [pick]
+            picked = [i for i in listed if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n]
+            bad = [i for i in listed if i not in picked]
         if bad:
             log(f"{c['id']}: configs {bad} are not among the kernel's {n} configs: left out")
+        if not picked:  # left as it is: its own process says that no config was named
+            cases.append(c)
+            continue
         base = {k: v for k, v in c.items() if k != "configs"}
         for i in picked:
             cases.append({**base, "id": f"{c['id']}{SUFFIX}{i}", "autotune": {"config": i, "count": n}})

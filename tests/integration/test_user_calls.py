@@ -308,6 +308,10 @@ BAD = [
      "call": {"args": {"x_ptr": T([16])}}, "expect": None},
     {"id": "bad.no-such-kernel", "kind": "call", "file": "persistent_matmul.py", "function": "nope",
      "call": {"args": {}}, "expect": None},
+    # configs that name none of the autotuner's: the case stays, and says so
+    {"id": "bad.configs", "kind": "call", "file": "experimental_tma_matmul.py", "function": "matmul_kernel_tma",
+     "call": {"args": {"a_desc_ptr": T([128], "int8"), "b_desc_ptr": T([128], "int8"), "c_desc_ptr": T([128], "int8"),
+                       "M": 64, "N": 64, "K": 64, "FP8_OUTPUT": False}}, "configs": [7], "expect": None},
     # a good one beside them still compiles
     {"id": "good", "kind": "call", "file": "persistent_matmul.py", "function": "add_device_descriptor",
      "call": {"args": ADD_ARGS, "grid": [16, 16]}, "expect": "smem<=100"},
@@ -327,6 +331,7 @@ def test_bad_calls_each_get_a_clear_result_and_the_rest_still_compile(config, ve
     assert got["bad.dtype"]["status"] == "harness_error" and "float13" in got["bad.dtype"]["error"]
     assert got["bad.import"]["status"] == "harness_error" and "half-edited" in got["bad.import"]["error"]
     assert got["bad.no-such-kernel"]["status"] == "harness_error" and "nope" in got["bad.no-such-kernel"]["error"]
+    assert got["bad.configs"]["status"] == "harness_error" and "none of its 2 configs" in got["bad.configs"]["error"]
     assert got["good"]["status"] == "ok" and got["good"]["met"] is False  # 8200 B of shared memory > 100
     assert "smem " in got["good"]["reason"] and "expected smem<=100" in got["good"]["reason"]
 
