@@ -95,7 +95,7 @@ def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
         raise
     pump.join()
     seconds = time.perf_counter() - t0
-    return parse(trace_dir / "records.jsonl", code, seconds, "".join(tail))
+    return parse(trace_dir, code, seconds, "".join(tail))
 
 
 def _pump(stream, tail: list) -> None:
@@ -108,14 +108,66 @@ def _pump(stream, tail: list) -> None:
     sys.stderr.flush()
 
 
-def parse(path: Path, exit_code: int, seconds: float, stderr_tail: str) -> ProgramRun:
-    records = []
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                break  # a line cut short by a program killed mid-write: what came before stands
+def _read(path: Path) -> list:
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a line cut short by a process killed mid-write: what came before stands
+    return out
+
+
+def merge(per_process: list) -> list:
+    """One list of records from each process's (first the one that imported triton first): the
+    specialisations numbered anew in that order, one that several processes launched kept once
+    (same kernel file, same specialisation), and each process's later records following its
+    own numbers."""
+    merged, known, n, calls = [], {}, 0, {}
+    for proc, records in enumerate(per_process):
+        local = {}
+
+        def call_id(c, proc=proc):  # an autotuner call, numbered anew across processes
+            return calls.setdefault((proc, c), len(calls) + 1)
+
+        for r in records:
+            if r["type"] == "spec":
+                key = (r["file"], json.dumps(r["spec"], sort_keys=True))
+                if key in known:
+                    local[r["n"]] = known[key]
+                    continue
+                n += 1
+                known[key] = local[r["n"]] = n
+                tuned = r.get("autotune")
+                merged.append({**r, "n": n, "autotune": tuned and {**tuned, "call": call_id(tuned["call"])}})
+            elif r["type"] == "autotune":
+                merged.append({**r, "call": call_id(r["call"])})
+            elif r["type"] == "start":
+                if not any(m["type"] == "start" for m in merged):
+                    merged.append(r)
+            elif r["type"] in ("launched", "tensors"):
+                if r["n"] in local:
+                    merged.append({**r, "n": local[r["n"]]})
+            elif r["type"] == "end":
+                counts = {str(local[int(k)]): v for k, v in r["launches"].items() if int(k) in local}
+                merged.append({**r, "launches": counts})
+            else:
+                merged.append(r)
+    ends = [r for r in merged if r["type"] == "end"]
+    if len(ends) > 1:  # launches summed over the processes
+        total: dict = {}
+        for e in ends:
+            for k, v in e["launches"].items():
+                total[k] = total.get(k, 0) + v
+        merged = [r for r in merged if r["type"] != "end"] + [{"type": "end", "launches": total}]
+    return merged
+
+
+def parse(trace_dir: Path, exit_code: int, seconds: float, stderr_tail: str) -> ProgramRun:
+    per_process = [recs for recs in (_read(f) for f in sorted(trace_dir.glob("records.*.jsonl"))) if recs]
+    # the process that imported triton first comes first (each file begins with its start record)
+    per_process.sort(key=lambda recs: recs[0].get("since", 0) if recs[0]["type"] == "start" else 0)
+    records = merge(per_process)
     start = next((r for r in records if r["type"] == "start"), None)
     return ProgramRun(
         exit_code=exit_code, seconds=seconds, records=tuple(records), stderr_tail=stderr_tail, start=start,

@@ -14,8 +14,9 @@ The specialisation of each launch comes from the harness's derivation (reprokit.
 the release's own JIT run on stand-ins of the launch's arguments, the same code that specialises
 a declared call case), never from the hooks, so GPU and interpreter traces are alike. A launch
 whose arguments were seen before costs their description and a dictionary look-up. Records are appended to
-`$REPROKIT_TRACE_DIR/records.jsonl` and flushed at once, so a program that dies midway leaves
-everything it launched before.
+`$REPROKIT_TRACE_DIR/records.<pid>.jsonl` (one file per process: a program's own subprocesses
+that import triton are traced too, and the host merges them) and flushed at once, so a program
+that dies midway leaves everything it launched before.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import os
 import platform
 import sys
 import threading
+import time
 import types
 
 _STATE: dict = {}
@@ -46,8 +48,10 @@ def install() -> None:
     _STATE.update(out=out, profile=profile, capability=int(profile.get("capability", 90)), interpret=interpret,
                   tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), seen={}, memo={}, fast={}, kernels={},
                   # open for the program's whole life: each record is flushed as it is written
-                  log=open(os.path.join(out, "records.jsonl"), "a"), count=0, standin=None)  # noqa: SIM115
-    _event({"type": "start", "triton": triton.__version__, "interpret": interpret, "python": sys.executable,
+                  log=open(os.path.join(out, f"records.{os.getpid()}.jsonl"), "a"), count=0, standin=None)  # noqa: SIM115
+    # `since`: the monotonic clock at install, which orders the processes of one program (not kept in the bundle)
+    _event({"type": "start", "since": time.monotonic_ns(), "triton": triton.__version__, "interpret": interpret,
+            "python": sys.executable,
             "python_version": platform.python_version(), "torch": _version("torch")})
     atexit.register(_finish)
     from triton.runtime import jit
