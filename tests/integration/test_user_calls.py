@@ -384,3 +384,35 @@ def test_a_kernel_file_imports_the_modules_beside_it(stack, config, stack_ready,
     assert rec["call"]["constexprs"] == {"BLOCK_M": 128, "BLOCK_N": 64, "GROUP_M": 8}  # defaults, one imported
     ttir = (tmp_path / "out" / rec["artifacts"]["ttir"]).read_text()
     assert "kernels/pkg/_tiles.py" in ttir and str(tmp_path) not in ttir
+
+
+def test_a_bundle_of_declared_calls_replays_and_diffs_from_the_command_line(release, tmp_path):
+    """`reprokit replay` of a 3.6 bundle of calls on 3.4 (compile-only), then `diff`: both exit by
+    their documented rule (1: a verdict or metric moved between the releases) and the new bundle holds
+    every case, each specialised again by 3.4's JIT."""
+    import sys
+
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions
+
+    stack, _, cap = release
+    if stack != "triton-3.6-cu130":
+        pytest.skip("one source release is enough")
+    bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions(tmp_path / "src"))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "reprokit", *args], capture_output=True, text=True,
+                              cwd=ROOT, timeout=900, check=False)
+
+    p = cli("replay", str(bundle), "--stacks", "triton-3.4-cu129", "--executor", "venv", "--out",
+            str(tmp_path / "replays"), "--json")
+    # 1: moved. 3.4 compiles the same calls to other IR and resources (add.devdesc's registers:
+    # 72 on 3.4, 34 on 3.6), which is what the grid is for
+    assert p.returncode == 1, p.stderr[-2000:]
+    new = Path(json.loads(p.stdout)["stacks"][0]["bundle"])
+    shown = json.loads(cli("show", str(new), "--json").stdout)
+    assert {c["id"] for c in shown["cases"]} == {c["id"] for c in cap.results["cases"]}
+    assert {c["id"]: c["status"] for c in shown["cases"]}["matmul.persistent.cfg0"] == "ok"
+    d = cli("diff", str(bundle), str(new))
+    assert d.returncode == 1, d.stderr[-2000:]
+    assert "matmul.persistent.cfg0" in d.stdout
