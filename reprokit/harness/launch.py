@@ -96,15 +96,19 @@ def _cdiv(a: int, b: int) -> int:
 
 class Bound:
     """A kernel bound to operands of one size: `run()` launches it, `baseline()` runs torch's own
-    op (copy or cuBLAS) into a separate output, `reference()` is what `out` must hold."""
+    op (copy or cuBLAS) into a separate output, `reference()` is what `out` must hold. `device`
+    is "cpu" only under Triton's interpreter (a standalone reproducer's `--launch` in CI).
+    Inlined into the standalone reproducers (reprokit.harness.reprolaunch): names only what is
+    inlined beside it, and `stats.` names only stats' pure functions."""
 
-    def __init__(self, torch, triton, fn, case: dict, recipe: Recipe, size: dict, seed: int = 0, cubin=None):
+    def __init__(self, torch, triton, fn, case: dict, recipe: Recipe, size: dict, seed: int = 0, cubin=None,
+                 device: str = "cuda"):
         self.torch, self.fn, self.case, self.recipe, self.size = torch, fn, case, recipe, size
-        self.cubin = cubin
+        self.cubin, self.device = cubin, device
         cx = case["constexprs"]
-        g = torch.Generator(device="cuda")
+        g = torch.Generator(device=device)
         g.manual_seed(seed)
-        dev = "cuda"
+        dev = device
         if recipe.kind == "copy":
             M, N = size["M"], size["N"]
             self.src = torch.randn(M, N, device=dev, dtype=torch.float16, generator=g)
@@ -136,10 +140,10 @@ class Bound:
             return (self.src, self.out)
         if how == "ptr_mn":
             if self.case["family"] == "tensor_descriptor":
-                _set_allocator(torch, triton)
+                _set_allocator(torch, triton, self.device)
             return (self.src, self.out, self.size["M"], self.size["N"])
         if how == "ptr_mnk":
-            _set_allocator(torch, triton)
+            _set_allocator(torch, triton, self.device)
             return (self.a, self.b, self.out, self.size["M"], self.size["N"], self.size["K"])
         if how in ("host_desc", "host_desc_n"):
             from triton.tools.tensor_descriptor import TensorDescriptor
@@ -178,11 +182,11 @@ class Bound:
         self.out.fill_(POISON)
 
 
-def _set_allocator(torch, triton) -> None:
+def _set_allocator(torch, triton, device: str = "cuda") -> None:
     """Device-side descriptors need global scratch at launch (3.4+); 3.3 has no hook and none
     is needed there."""
     if hasattr(triton, "set_allocator"):
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, device=device, dtype=torch.int8))
 
 
 def experimental_descriptor(torch, triton, t, box_rows: int, box_cols: int):
@@ -198,7 +202,7 @@ def experimental_descriptor(torch, triton, t, box_rows: int, box_cols: int):
         buf = bytearray(128)  # 3.0: a writable buffer (its tutorial passes a numpy array)
         fill(*dims, buf)
         host = torch.frombuffer(buf, dtype=torch.int8).clone()
-    return host.to("cuda")
+    return host.to(t.device)
 
 
 def output_digest(torch, t) -> str:
@@ -293,7 +297,8 @@ def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
     for _ in range(runs):
         bound.poison()
         bound.run()
-        torch.cuda.synchronize()
+        if bound.out.is_cuda:
+            torch.cuda.synchronize()
         digests.append(output_digest(torch, bound.out))
     return {"runs": runs, "distinct": len(set(digests)), "deterministic": len(set(digests)) == 1,
             "sha256": digests[0] if len(set(digests)) == 1 else digests}

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 import os
 import pprint
 import re
 
-from reprokit.harness import minimal, oracle, toolbox
+from reprokit.harness import minimal, oracle, reprolaunch, toolbox
+from reprokit.harness.reprolaunch import inline as _inline
 
 FILE_NAME = "reproducer.py"
 ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLIR one)
@@ -41,21 +41,6 @@ ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLI
 FORMS = ("index", "hints", "constexprs")
 # What a recorded result keeps in the script, to compare against.
 _RECORDED_KEYS = ("status", "verdict", "tma")
-
-
-def _inline(*functions) -> str:
-    """The harness's own functions as script text, annotations dropped (the script must run on
-    Python 3.9 without `from __future__`), so the script and the harness judge by one rule."""
-    out = []
-    for fn in functions:
-        tree = ast.parse(inspect.getsource(fn))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef):
-                node.returns = None
-                for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-                    a.annotation = None
-        out.append(ast.unparse(tree))
-    return "\n\n\n".join(out)
 
 
 # The oracle's release check (a rejection names the releases it holds for) and the harness's
@@ -119,7 +104,8 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
         gate=f" after its gate {gate_id}" if gate_id else "")
     body = _BODY.replace("@SPEC@", _spec_literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
         .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
-        .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources)
+        .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources) \
+        .replace("@LAUNCH@", "_LAUNCH = " + _literal(reprolaunch.launch_spec(case, plan)) + "\n\n\n" + reprolaunch.script())
     return header + kernel_source.rstrip("\n") + "\n\n\n" + body
 
 
@@ -260,12 +246,15 @@ _HEADER = '''"""Standalone reproducer of {id}: {description}
 Triton {triton}, compiled ahead of time for {gpu} ({arch}) with {warps} warps and {stages}
 stages{gate}; expected {expect}, recorded verdict {recorded}. No GPU and no reprokit needed:
 
-    pip install {pip} && python reproducer.py [--json]
+    pip install {pip} && python reproducer.py [--json] [--expect recorded|none]
+    pip install {pip} torch && python reproducer.py --launch [--seed N] [--size MxN]  # on a GPU
 
 It probes the installed Triton, so it runs on any release: `--expect none` only says what happens
 there. It prints the TMA ops found per IR level (SASS from the wheel's cuobjdump) and the verdict,
 and exits 0 when that is the recorded verdict, 1 when it differs, 2 when the script itself failed
-(script_error: never a finding about the compiler). Below: kernels/{file} as the bundle has it.
+(script_error: never a finding about the compiler). `--launch` then runs the kernel on a GPU (or
+on the CPU under TRITON_INTERPRET=1) with seeded inputs and checks its output against torch; a
+wrong output or a failed launch exits 1. Below: kernels/{file} as the bundle has it.
 """
 
 import sys as _sys
@@ -275,7 +264,7 @@ def _script_fault(kind, value, tb):
     """An exception outside the compiler is this script's fault, not a reproduction: exit 2."""
     import traceback
     traceback.print_exception(kind, value, tb)
-    print("verdict: script_error (%s: %s, outside the compiler; this says nothing about Triton)"
+    print("verdict: script_error (%s: %s, outside the compiler and the launch; this says nothing about Triton)"
           % (kind.__name__, value))
     _sys.stdout.flush()
     _sys.stderr.flush()
@@ -303,6 +292,9 @@ _LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 @VERSION_IN@
 
 @SOURCES@
+
+
+@LAUNCH@
 
 
 def _scan(level, text):
@@ -456,6 +448,7 @@ def _run_step(index, scratch):
     out = os.path.join(scratch, str(index))
     os.makedirs(out)
     env = dict(os.environ, TRITON_CACHE_DIR=os.path.join(out, "cache"), TRITON_ALWAYS_COMPILE="1")
+    env.pop("TRITON_INTERPRET", None)  # the compile is the real one, even when --launch interprets
     try:
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--compile", str(index), out],
                             env=env, capture_output=True, text=True, errors="replace", timeout=_SPEC["timeout_s"])
@@ -524,6 +517,10 @@ def main(argv):
         print("reproducer: --expect takes recorded (does it still reproduce?) or none (what happens here?)",
               file=sys.stderr)
         return 2
+    launch = _launch_options(argv)
+    if isinstance(launch, str):
+        print("reproducer: " + launch, file=sys.stderr)
+        return 2
     scratch = tempfile.mkdtemp(prefix="reproducer-")
     try:
         done = {}
@@ -541,6 +538,11 @@ def main(argv):
     doc = {"triton": _triton_version(), "gpu": _SPEC["gpu"], "capability": _SPEC["capability"],
            "steps": list(done.values()), "case": case["id"], "verdict": case["verdict"],
            "expect": expect, "recorded": recorded, "reproduced": reproduced}
+    if launch is not None and not faulty:
+        if case["status"] == "ok":
+            doc["launch"] = _launch(*launch)
+        else:
+            doc["launch"] = {"status": "not_launched", "reason": "the compile gave %s here" % case["verdict"]}
     if as_json:
         print(json.dumps(doc, indent=1, sort_keys=True))
     else:
@@ -563,9 +565,37 @@ def main(argv):
                   % doc["triton"])
         elif recorded:
             print("recorded verdict: %s -> %s" % (recorded["verdict"], "reproduced" if reproduced else "DIFFERS"))
+        if "launch" in doc:
+            print("\n".join(_launch_lines(doc["launch"])))
     if faulty:
         return 2
+    if "launch" in doc and doc["launch"]["status"] not in ("ok", "not_launched"):
+        return 1
     return 0 if reproduced is not False else 1
+
+
+def _launch_options(argv):
+    """None without --launch; else (seed, size), or why the launch cannot be made (exit 2)."""
+    if "--launch" not in argv:
+        return None
+    if "none" in _LAUNCH:
+        return "--launch: this case cannot be launched by the script: " + _LAUNCH["none"]
+    seed, size = 0, dict(_LAUNCH["size"])
+    try:
+        if "--seed" in argv:
+            seed = int(argv[argv.index("--seed") + 1])
+        if "--size" in argv:
+            size = _parse_size(argv[argv.index("--size") + 1], _LAUNCH["recipe"]["kind"])
+    except (IndexError, ValueError) as e:
+        return "--launch: %s" % (e if isinstance(e, ValueError) and "--size" in str(e) else "--seed takes an integer, --size MxN[xK]")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return "--launch needs torch (pip install torch), beside triton"
+    device, why = _launch_device()
+    if device is None:
+        return "--launch: " + why
+    return seed, size
 
 
 if __name__ == "__main__":

@@ -190,3 +190,25 @@ def test_cases_that_are_not_triton_kernels_get_none(plan):
     kernels = {plan["cases"][0]["kernel"]["file"]: (KERNELS / plan["cases"][0]["kernel"]["file"]).read_text()}
     scripts = Reproducers(mixed, kernels.__getitem__)
     assert scripts.text("cuda_tma.p0") is None and scripts.text(plan["cases"][0]["id"]) is not None
+
+
+def test_launch_shares_the_gpu_runs_code_and_says_what_it_cannot_launch(plan):
+    import inspect
+
+    from reprokit.harness import launch, stats
+
+    text = _make(plan, "tensor_descriptor.p0")
+    spec = _assigned(text, "_LAUNCH")
+    assert spec["recipe"]["kind"] == "copy" and spec["size"] == {"M": 4096, "N": 4096}
+    assert spec["case"]["constexprs"] == {"BM": 128, "BN": 128}
+    # the GPU run's own check, inputs and launch-error reading, inlined (module names dropped)
+    for fn in (launch.check, launch.determinism, stats.classify_launch_error):
+        assert f"def {fn.__name__}(" in text
+    assert "class Bound:" in text and not re.search(r"\bstats\.\w+\(", text)
+    assert "tol = tolerance('float16', exact=exact)" in text
+    assert inspect.getsource(launch.check).count("stats.tolerance") == 1
+    gemm = _assigned(_make(plan, "tensor_descriptor.gemm-128x128x64-w8-s4"), "_LAUNCH")
+    assert gemm["recipe"]["kind"] == "gemm" and gemm["size"] == {"M": 2000, "N": 2000, "K": 2000}
+    assert "negative control" in _assigned(_make(plan, "host_descriptor.p1"), "_LAUNCH")["none"]
+    # the script still compiles on Python 3.9's grammar
+    ast.parse(text, feature_version=(3, 9))
