@@ -29,6 +29,7 @@ from reprokit.executors import Executor, RunResult
 from reprokit.gpu import reset_locked_clocks
 from reprokit.options import Origin, RunOptions
 from reprokit.proc import last_line
+from reprokit.records import Results, parse_results
 from reprokit.suite import build_plan, copy_kernels, kernels_dir
 
 CAPTURE = "capture"  # the marker kind of a capture folder (reprokit.locks.mark)
@@ -43,7 +44,7 @@ class Capture:
     mode: str
     prepare_facts: dict
     run: RunResult
-    results: dict
+    results: Results
 
     def executor_facts(self) -> dict:
         return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
@@ -55,7 +56,7 @@ class Capture:
 
     def harness_errors(self) -> list[str]:
         """Ids of the cases that failed in the harness itself: a fault of ours, not a result."""
-        return harness_errors(self.results)
+        return self.results.harness_errors()
 
     def warnings(self) -> list[str]:
         """What the user set that this stack ignores: knob-like variables its Triton never reads."""
@@ -64,19 +65,16 @@ class Capture:
                 if k.get("set")]
 
 
-def harness_errors(results: dict) -> list[str]:
-    return [c["id"] for c in results.get("cases", []) if c.get("status") == "harness_error"]
-
-
 def harness_error_message(where: str, ids: list[str]) -> str:
     """What a verb says (and exits 4 on) when cases failed in the harness rather than the compiler."""
     return (f"{where}: {len(ids)} case(s) failed in the harness, not in the compiler, so they prove nothing: "
             f"{', '.join(ids)} (each case's compile.log has the traceback)")
 
 
-def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> tuple[dict | None, str | None]:
-    """(results.json, None) of a harness run that finished, or (None, why) when it did not, or
-    when it ran another Triton than the stack pins: a mislabelled bundle is worse than none."""
+def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> tuple[Results | None, str | None]:
+    """(results, None) of a harness run that finished, parsed once here, or (None, why) when it
+    did not, or when it ran another Triton than the stack pins: a mislabelled bundle is worse than
+    none. HarnessError when results.json has not the harness's shape."""
     results_path = work / "results.json"
     if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
         how = "timed out" if run.timed_out else f"exited {run.returncode}"
@@ -85,7 +83,7 @@ def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> 
     if stack.name != "local" and results.get("triton") != stack.triton:
         return None, (f"{stack.name} pins triton {stack.triton}, but the harness under {executor} ran "
                       f"triton {results.get('triton')}")
-    return results, None
+    return parse_results(results, HarnessError, f"{stack.name} under {executor}"), None
 
 
 def check_out_dir(out_dir: Path, force: bool, home: str | None = None) -> bool:

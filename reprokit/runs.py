@@ -23,6 +23,7 @@ from reprokit.config import Stack
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, RunOptions
+from reprokit.records import Results
 
 # The lock a run holds on its bundle folder (as `<out>/.run.lock`).
 RUN_LOCK = "run"
@@ -35,7 +36,7 @@ Progress = Callable[[str, str], None]
 class StackOutcome:
     stack: str
     bundle: Path | None
-    results: dict | None
+    results: Results | None
     error: str | None
     warnings: tuple = ()
     harness_errors: tuple = ()  # cases that failed in the harness: the bundle holds them, the run exits 4
@@ -100,14 +101,14 @@ def grid(outcomes: list[StackOutcome]) -> tuple[list[str], list[tuple[str, list[
     stacks = [o.stack for o in outcomes]
     order, cells = [], {}
     for o in outcomes:
-        for c in (o.results or {}).get("cases", []):
-            if c["id"] not in cells:
-                order.append(c["id"])
-                cells[c["id"]] = {}
-            text = c["verdict"]
-            if c.get("launch") and not c["launch"]["fits"]:
+        for c in o.results.cases if o.results else ():
+            if c.id not in cells:
+                order.append(c.id)
+                cells[c.id] = {}
+            text = c.verdict
+            if c.fits is False:
                 text += " (no launch)"
-            cells[c["id"]][o.stack] = text
+            cells[c.id][o.stack] = text
     rows = []
     for cid in order:
         rows.append((cid, [cells[cid].get(o.stack, "-" if o.ok else "failed") for o in outcomes]))

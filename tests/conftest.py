@@ -72,7 +72,9 @@ def captured(tmp_path_factory, config, venv_executor, stack_ready):
             with pytest.MonkeyPatch.context() as mp:
                 for name, value in CAPTURE_ENV.items():
                     mp.setenv(name, value)
-                cache[k] = capture(s, venv_executor, out, opts(profile, workers=2, plan=plan))
+                # The environment is read at the edge, as cli.main reads it: after the knobs are set.
+                executor = type(venv_executor)(host=host())
+                cache[k] = capture(s, executor, out, opts(profile, workers=2, plan=plan))
         return cache[k]
 
     return get
@@ -87,7 +89,7 @@ def skip_or_fail_triton(why: str) -> None:
 
 
 def by_id(cap) -> dict:
-    return {c["id"]: c for c in cap.results["cases"]}
+    return {c["id"]: c for c in cap.results.to_json()["cases"]}
 
 
 @pytest.fixture

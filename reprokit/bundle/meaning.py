@@ -10,6 +10,7 @@ own IR. A results.json edited after the run, with its manifest and sums recomput
 from __future__ import annotations
 
 from reprokit.harness import oracle
+from reprokit.records import CaseRecord, Results
 
 _SUFFIX = {f".{lv}": lv for lv in oracle.LEVELS}
 
@@ -27,7 +28,7 @@ def count(level: str, data: bytes) -> tuple[int, dict]:
     return oracle.scan(level, data.decode("utf-8", errors="replace"))
 
 
-def problems(plan: dict, results: dict, ir: dict) -> list[str]:
+def problems(plan: dict, results: Results, ir: dict) -> list[str]:
     """One line per disagreement; `ir` maps a member path to (level, moves, ops) as count() gave."""
     out = []
     planned = {}
@@ -35,11 +36,11 @@ def problems(plan: dict, results: dict, ir: dict) -> list[str]:
         if c["id"] in planned:
             out.append(f"plan.json: case {c['id']} appears twice")
         planned[c["id"]] = c
-    recorded = {}
-    for r in results["cases"]:
-        if r["id"] in recorded:
-            out.append(f"results.json: case {r['id']} appears twice")
-        recorded[r["id"]] = r
+    recorded: dict[str, CaseRecord] = {}
+    for r in results.cases:
+        if r.id in recorded:
+            out.append(f"results.json: case {r.id} appears twice")
+        recorded[r.id] = r
     for cid in sorted(set(planned) - set(recorded)):
         out.append(f"results.json: no result for case {cid}, which plan.json names")
     for cid in sorted(set(recorded) - set(planned)):
@@ -51,34 +52,33 @@ def problems(plan: dict, results: dict, ir: dict) -> list[str]:
             continue
         for key, default in (("family", None), ("control", None), ("expect", "tma")):
             want = case.get(key, default)
-            if rec.get(key) != want:
-                out.append(f"results.json: case {cid}: {key} is {rec.get(key)!r}, but plan.json says {want!r}")
+            if getattr(rec, key) != want:
+                out.append(f"results.json: case {cid}: {key} is {getattr(rec, key)!r}, but plan.json says {want!r}")
         counts, lines = _recount(cid, rec, ir)
         out += lines
         gate = judged.get(case.get("gated_by")) if case.get("gated_by") else None
-        again = oracle.judge(case, {**rec, "tma": counts}, gate, results.get("triton"))
-        judged[cid] = {**rec, **again}
+        # The harness's own oracle, on the record as the harness wrote it (plain JSON).
+        again = oracle.judge(case, {**rec.raw, "tma": counts}, gate, results.triton)
+        judged[cid] = {**rec.raw, **again}
         for key in ("verdict", "met"):
-            if rec.get(key) != again[key]:
-                out.append(f"results.json: case {cid}: {key} is {rec.get(key)!r}, but the oracle gives "
+            if getattr(rec, key) != again[key]:
+                out.append(f"results.json: case {cid}: {key} is {getattr(rec, key)!r}, but the oracle gives "
                            f"{again[key]!r} from the bundle's own IR ({again['reason']})")
     return out
 
 
-def _recount(cid: str, rec: dict, ir: dict) -> tuple[dict, list[str]]:
+def _recount(cid: str, rec: CaseRecord, ir: dict) -> tuple[dict, list[str]]:
     """The case's TMA counts recomputed from its IR files, and where they differ from the record."""
     out = []
-    artifacts = rec.get("artifacts") or {}
-    tma = rec.get("tma") or {}
-    ops = rec.get("tma_ops") or {}
-    levels = set(tma) | ({lv for lv in oracle.LEVELS if lv in artifacts} if rec.get("status") == "ok" else set())
+    artifacts, tma, ops = rec.artifacts, rec.tma, rec.tma_ops
+    levels = set(tma) | ({lv for lv in oracle.LEVELS if lv in artifacts} if rec.status == "ok" else set())
     counts = {}
     for lv in oracle.LEVELS:
         if lv not in levels:
             continue
         path = artifacts.get(lv)
         got = ir.get(path)
-        if path is None and lv in (rec.get("ir_sha256") or {}) and isinstance(tma.get(lv), int):
+        if path is None and lv in rec.ir_sha256 and isinstance(tma.get(lv), int):
             # A sweep point that keeps only its IR's hash (docs/sweeps.md): its count stands as
             # recorded, and the verdict is still judged again from it.
             counts[lv] = tma[lv]

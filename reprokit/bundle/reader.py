@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from reprokit.bundle import meaning, schemas
+from reprokit.records import RecordInvalid, Results
 from reprokit import locks
 from reprokit.errors import (BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists,
                              UsageError)
@@ -35,6 +36,7 @@ from reprokit.errors import (BundleInvalid, BundleRefused, BundleUnusable, FileS
 FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..newest
 DOCS = ("plan.json", "results.json", "env.json")
 UNLISTED = ("manifest.json", "SHA256SUMS")   # the two files the manifest cannot list
+RECORDS = "results.json (parsed)"             # where _check_contents leaves the typed results
 DEFAULT_MAX_BUNDLE_BYTES = 2 << 30
 DEFAULT_MAX_MEMBER_BYTES = 512 << 20
 DEFAULT_MAX_MEMBERS = 100_000
@@ -110,7 +112,8 @@ class Bundle:
     root: str
     manifest: dict
     plan: dict
-    results: dict
+    results: dict                    # results.json as written
+    records: Results                 # the same, parsed once here: what the host reads
     env: dict
     members: Mapping[str, Member]    # every file, by path relative to the root
     data: Mapping[str, bytes] = field(repr=False)
@@ -433,7 +436,13 @@ def _check_contents(scan: _Scan) -> tuple[dict, dict, list[str]]:
             docs[rel] = doc if not doc_problems else None
     if all(docs.get(d) is not None for d in ("plan.json", "results.json")):
         problems += schemas.consistency_problems(docs["plan.json"], docs["results.json"], set(scan.members))
-        problems += meaning.problems(docs["plan.json"], docs["results.json"], scan.ir)
+        try:
+            records = Results.from_json(docs["results.json"])
+        except RecordInvalid as e:
+            problems.append(f"results.json: {e}")
+        else:
+            problems += meaning.problems(docs["plan.json"], records, scan.ir)
+            docs[RECORDS] = records
     return (manifest if isinstance(manifest, dict) else {}), docs, problems
 
 
@@ -505,8 +514,8 @@ def open_bundle(path: Path, limits: Limits | None = None, *, keep: Callable[[str
     if problems:
         raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)
     return Bundle(path=path, sha256=scan.sha256, root=scan.root, manifest=manifest, plan=docs["plan.json"],
-                  results=docs["results.json"], env=docs["env.json"], members=MappingProxyType(scan.members),
-                  data=MappingProxyType(scan.data))
+                  results=docs["results.json"], records=docs[RECORDS], env=docs["env.json"],
+                  members=MappingProxyType(scan.members), data=MappingProxyType(scan.data))
 
 
 def extract(path: Path, dest: Path, limits: Limits | None = None) -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from reprokit import __version__
 from reprokit.bundle import meaning, readme, schemas
+from reprokit.records import parse_results
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
 from reprokit import locks
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
@@ -395,7 +396,7 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
             else:
                 data = _read_scrubbed(entry, scrubber, log)
             add(rel, data, entry.role)
-        problems = meaning.problems(pack.plan, pack.results, ir)
+        problems = meaning.problems(pack.plan, parse_results(pack.results, CaptureInvalid, name), ir)
         if problems:  # what verify would refuse is never packed: a mixed or edited capture
             raise CaptureInvalid(f"{name}: the capture contradicts itself: {problems[0]}", problems)
         manifest = dict(pack.head)

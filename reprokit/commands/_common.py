@@ -115,7 +115,8 @@ def outcomes_exit_code(outcomes) -> int:
     return HarnessError.exit_code if any(o.harness_errors for o in outcomes) else 0
 
 
-def verdict_table(cases: list[dict], title: str | None = None) -> Table:
+def verdict_table(cases, title: str | None = None) -> Table:
+    """A table of reprokit.records.CaseRecord."""
     from reprokit.harness.oracle import LEVELS
     from reprokit.harness.rows import case_cells
 
@@ -126,13 +127,13 @@ def verdict_table(cases: list[dict], title: str | None = None) -> Table:
         name = {"id": "case", "shared_bytes": "smem"}.get(col, col)
         t.add_column(name, justify="right" if col in LEVELS or col == "shared_bytes" else "left", no_wrap=col == "id")
     for c in cases:
-        cells = case_cells(c)
+        cells = case_cells(c.to_json())  # the harness's own summary.tsv cells
         t.add_row(*[style.get((col, cells[col]), cells[col]) for col in columns])
     return t
 
 
-def flat_case(c: dict) -> dict:
-    """The per-case record of `--json` outputs."""
-    return {"id": c["id"], "family": c["family"], "control": c["control"], "status": c["status"],
-            "tma": c.get("tma") or {}, "verdict": c["verdict"], "expect": c.get("expect"), "met": c.get("met"),
-            "reason": c.get("reason"), "error": c.get("error"), "launch": c.get("launch")}
+def flat_case(c) -> dict:
+    """The per-case record (reprokit.records.CaseRecord) of `--json` outputs."""
+    return {"id": c.id, "family": c.family, "control": c.control, "status": c.status,
+            "tma": dict(c.tma), "verdict": c.verdict, "expect": c.expect, "met": c.met,
+            "reason": c.reason, "error": c.error, "launch": c.raw.get("launch")}

@@ -58,7 +58,7 @@ def run(args) -> int:
             make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
                           stacks=[stack]) as executor:
         cap = capture(stack, executor, args.out, options)
-    cases = cap.results["cases"]
+    cases = cap.results.cases
     for w in cap.warnings():
         say(f"warning: {w}")
     problem = harness_error_message(f"{stack.name} ({cap.out_dir})", cap.harness_errors()) \
@@ -72,7 +72,7 @@ def run(args) -> int:
             say(f"reprokit: {problem}")
             return HarnessError.exit_code
         return 0
-    console().print(verdict_table(cases, title=f"{stack.name} (triton {cap.results['triton']}) on {profile.key}, "
+    console().print(verdict_table(cases, title=f"{stack.name} (triton {cap.results.triton}) on {profile.key}, "
                                                 f"{cap.mode}"))
     say(f"capture written to {cap.out_dir}")
     if problem:

@@ -29,9 +29,9 @@ def summary(b) -> dict:
     return {
         "bundle": str(b.path), "name": b.name, "sha256": b.sha256, "format": m["format"], "reprokit": m["reprokit"],
         "created": m["created"], "mode": m["mode"], "suite": m["suite"], "stack": m["stack"], "profile": m["profile"],
-        "executor": m["executor"], "ran": what_ran(m, b.env), "parent": m["parent"], "triton": b.results.get("triton"),
+        "executor": m["executor"], "ran": what_ran(m, b.env), "parent": m["parent"], "triton": b.records.triton,
         "share": m["share"]["applied"], "redacted": m["redaction"]["variables"], "files": len(b.members),
-        "cases": [flat_case(c) for c in b.results["cases"]],
+        "cases": [flat_case(c) for c in b.records.cases],
     }
 
 
@@ -60,6 +60,6 @@ def run(args) -> int:
         facts.add_row(k, v)
     c = console()
     c.print(facts)
-    c.print(verdict_table(b.results["cases"], title=f"{stack['name']} (triton {s['triton']}) on {profile['key']}, "
+    c.print(verdict_table(b.records.cases, title=f"{stack['name']} (triton {s['triton']}) on {profile['key']}, "
                                                     f"{s['mode']}"))
     return 0

@@ -16,6 +16,7 @@ from reprokit.commands._common import say
 from reprokit.config import Stack, load_config
 from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.records import Results
 from reprokit.trace import plan as trace_plan
 from reprokit.trace import program
 
@@ -121,21 +122,21 @@ def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool
     return bundle, cap.results
 
 
-def _report(args, ran, bundle: Path, results: dict, capture_s: float) -> int:
-    cases = results.get("cases", [])
+def _report(args, ran, bundle: Path, results: Results, capture_s: float) -> int:
+    cases = results.cases
     if args.json:
         print(json.dumps({"bundle": str(bundle), "program": {"exit_code": ran.exit_code, "seconds": round(ran.seconds, 3)},
                           "capture_s": round(capture_s, 3),
-                          "cases": [{"id": c["id"], "status": c["status"], "verdict": c.get("verdict"),
-                                     "tma": c.get("tma")} for c in cases]}, indent=1))
+                          "cases": [{"id": c.id, "status": c.status, "verdict": c.verdict,
+                                     "tma": c.raw.get("tma")} for c in cases]}, indent=1))
     else:
         for c in cases:
-            say(f"  {c['id']}: {c['status']}, {c.get('verdict')}")
+            say(f"  {c.id}: {c.status}, {c.verdict}")
         say(f"trace: {bundle} (program {ran.seconds:.2f} s, capture {capture_s:.2f} s)")
     if ran.exit_code != 0:
         say(f"reprokit: trace: the program exited {ran.exit_code}; the bundle holds the "
             f"{len(ran.specs)} specialisation(s) it launched before, and its failure (trace/trace.json)")
         return ProgramFailed.exit_code
-    if any(c["status"] == "harness_error" for c in cases):
+    if results.harness_errors():
         return HarnessError.exit_code
     return 0

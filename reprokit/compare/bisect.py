@@ -176,11 +176,13 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         (o,) = run([stack], executor, options, replace(bundle, out_dir=scratch / v))
         if not o.ok:
             raise _outcome_error(o)
-        c = next(c for c in o.results["cases"] if c["id"] == case)
-        key = metric.value(c, _ir_reader(o.bundle, case) if metric.needs_ir else None)
+        rec = o.results.case(case)
+        if rec is None:
+            raise ExecutorError(f"{stack.name}: the capture holds no case {case}")
+        key = metric.value(rec.to_json(), _ir_reader(o.bundle, case) if metric.needs_ir else None)
         seen[v] = (key, o.bundle)
         same = None if i == 0 else metric.same(seen[versions[0]][0], key)
-        step = Step(len(steps) + 1, v, stack.name, c["status"], c["verdict"], same, key)
+        step = Step(len(steps) + 1, v, stack.name, rec.status, rec.verdict, same, key)
         steps.append(step)
         if on_step:
             on_step(step)

@@ -42,6 +42,7 @@ from pathlib import Path
 from reprokit.compare import timing
 from reprokit.compare.normalise import LEVELS, ops
 from reprokit.compare.sources import ResultSet, open_result_set
+from reprokit.records import CaseRecord
 
 FORMAT = 1
 RAW = "raw:"   # an IR level kept only as the sha256 of its raw text (condensed sweep points)
@@ -289,21 +290,21 @@ class Grid:
         }
 
 
-def _correct(case: dict) -> bool | None:
+def _correct(case: CaseRecord) -> bool | None:
     """GPU runs: whether the launched kernel's output matched the reference (results.json's
     gpu.correctness.ok); None where the case did not run on a GPU."""
-    v = ((case.get("gpu") or {}).get("correctness") or {}).get("ok")
+    v = (case.gpu.get("correctness") or {}).get("ok")
     return v if isinstance(v, bool) else None
 
 
-def _times(case: dict) -> tuple:
+def _times(case: CaseRecord) -> tuple:
     """GPU runs: the kernel's median time at the first benchmarked size (gpu.bench[0]), in
     seconds, by each method the record has, its headline first: (("profiler", s), ("events", s)).
     Records from before the profiler timed launches have events alone (their median_ms)."""
     def num(v):
         return float(v) * 1e-3 if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
-    for row in (case.get("gpu") or {}).get("bench") or []:
+    for row in case.gpu.get("bench") or []:
         k = row.get("kernel") or {}
         if num(k.get("median_ms")) is None:
             continue
@@ -315,30 +316,29 @@ def _times(case: dict) -> tuple:
     return ()
 
 
-def _cell(rs: ResultSet, case: dict | None) -> Cell:
+def _cell(rs: ResultSet, case: CaseRecord | None) -> Cell:
     if case is None:
         return Cell(present=False)
-    meta = case.get("metadata") or {}
-    launch = case.get("launch") or {}
+    meta = case.metadata
     times = _times(case)
-    tma = case.get("tma") or {}
+    tma = case.tma
     ir = []
-    kept_as_hash = case.get("ir_sha256") or {}
+    kept_as_hash = case.ir_sha256
     for lv in LEVELS:
-        text = rs.normalised(case["id"], lv)
+        text = rs.normalised(case.id, lv)
         if text is not None:
             ir.append((lv, _digest(text)))
         else:
             # A condensed sweep point keeps only the sha256 of its raw IR: "raw:" marks a level
             # that exists but can be compared only with another raw hash.
             ir.append((lv, f"{RAW}{kept_as_hash[lv][:16]}" if kept_as_hash.get(lv) else None))
-    return Cell(present=True, status=case.get("status"), verdict=case.get("verdict"), expect=case.get("expect"),
-                met=case.get("met"), tma=tuple((lv, tma[lv]) for lv in LEVELS if lv in tma),
-                **{k: meta.get(k) for k in RESOURCES}, fits=launch.get("fits"), ir=tuple(ir),
-                error=case.get("error"), failing_pass=case.get("failing_pass"),
-                gpu_status=(case.get("gpu") or {}).get("status"), correct=_correct(case),
+    return Cell(present=True, status=case.status, verdict=case.verdict, expect=case.expect,
+                met=case.met, tma=tuple((lv, tma[lv]) for lv in LEVELS if lv in tma),
+                **{k: meta.get(k) for k in RESOURCES}, fits=case.fits, ir=tuple(ir),
+                error=case.error, failing_pass=case.failing_pass,
+                gpu_status=case.gpu_status, correct=_correct(case),
                 time_s=times[0][1] if times else None, times=times,
-                outputs=tuple(sorted(((case.get("gpu") or {}).get("outputs") or {}).items())))
+                outputs=tuple(sorted((case.gpu.get("outputs") or {}).items())))
 
 
 def _digest(text: str) -> str:
@@ -506,9 +506,9 @@ def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: t
     info: dict = {}
     for rs in sets:
         for c in rs.cases:
-            if c["id"] not in info:
-                order.append(c["id"])
-                info[c["id"]] = (c.get("family"), c.get("control"))
+            if c.id not in info:
+                order.append(c.id)
+                info[c.id] = (c.family, c.control)
     base_rs = sets[0]
     rows = []
     for cid in order:

@@ -20,7 +20,7 @@ def profile_problem(a: ResultSet, b: ResultSet) -> str | None:
 
 def check_case(case: str, *sets: ResultSet) -> None:
     if not any(rs.case(case) for rs in sets):
-        known = sorted({c["id"] for rs in sets for c in rs.cases})
+        known = sorted({c.id for rs in sets for c in rs.cases})
         raise UsageError(f"no case {case!r} in {' or '.join(rs.label for rs in sets)}; "
                          f"cases: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''}")
 

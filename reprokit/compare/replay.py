@@ -75,12 +75,10 @@ def select_cases(plan: dict, globs: str | None) -> dict:
 
 def _recorded(bundle, case_ids: set) -> ResultSet:
     rs = ResultSet.from_bundle(bundle, role="recorded", key="recorded",
-                               label=f"recorded ({bundle.results.get('triton')})")
+                               label=f"recorded ({bundle.records.triton})")
     if len(case_ids) == len(rs.cases):
         return rs
-    from dataclasses import replace
-
-    return replace(rs, results={**rs.results, "cases": [c for c in rs.cases if c["id"] in case_ids]})
+    return replace(rs, results=rs.results.only(case_ids))
 
 
 def write_kernels(bundle, dest: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Callable
 
 from reprokit.compare.normalise import LEVELS, normalise
 from reprokit.errors import FileSystemError, UsageError
+from reprokit.records import CaseRecord, Results, parse_results
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class ResultSet:
     key: str                         # unique among a grid's columns
     label: str                       # what a column header shows
     role: str                        # "recorded" | "replay" | "bundle" | "capture"
-    results: dict                    # results.json
+    results: Results                 # results.json, parsed
     plan: dict                       # plan.json
     manifest: dict = field(default_factory=dict)
     path: str | None = None
@@ -31,11 +32,11 @@ class ResultSet:
     _norm: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
-    def cases(self) -> list[dict]:
-        return list(self.results.get("cases") or [])
+    def cases(self) -> tuple[CaseRecord, ...]:
+        return self.results.cases
 
-    def case(self, case_id: str) -> dict | None:
-        return next((c for c in self.cases if c["id"] == case_id), None)
+    def case(self, case_id: str) -> CaseRecord | None:
+        return self.results.case(case_id)
 
     @property
     def stack(self) -> dict:
@@ -43,7 +44,7 @@ class ResultSet:
 
     @property
     def triton(self) -> str | None:
-        return self.results.get("triton") or self.stack.get("triton")
+        return self.results.triton or self.stack.get("triton")
 
     @property
     def profile(self) -> str | None:
@@ -51,7 +52,7 @@ class ResultSet:
 
     @property
     def mode(self) -> str | None:
-        return self.results.get("mode") or self.plan.get("mode")
+        return self.results.mode or self.plan.get("mode")
 
     @property
     def parent(self) -> str | None:
@@ -75,7 +76,7 @@ class ResultSet:
         k = (case_id, level)
         if k not in self._norm:
             case = self.case(case_id)
-            rel = ((case or {}).get("artifacts") or {}).get(level)
+            rel = case.artifacts.get(level) if case else None
             data = self._read(rel) if rel else None
             self._norm[k] = None if data is None else _normalised(level, data)
         return self._norm[k]
@@ -91,8 +92,8 @@ class ResultSet:
                 return None
 
         stack = (bundle.manifest.get("stack") or {}).get("name")
-        return cls(key=key or bundle.root, label=label or _short(stack, bundle.results.get("triton")), role=role,
-                   results=bundle.results, plan=bundle.plan, manifest=bundle.manifest, path=str(bundle.path),
+        return cls(key=key or bundle.root, label=label or _short(stack, bundle.records.triton), role=role,
+                   results=bundle.records, plan=bundle.plan, manifest=bundle.manifest, path=str(bundle.path),
                    sha256=bundle.sha256, _read=read)
 
     @classmethod
@@ -120,8 +121,9 @@ class ResultSet:
             return p.read_bytes()
 
         stack = (plan.get("stack") or {}).get("name")
-        return cls(key=key or folder.name, label=label or _short(stack, results.get("triton")), role=role,
-                   results=results, plan=plan, path=str(folder), _read=read)
+        records = parse_results(results, UsageError, str(folder))
+        return cls(key=key or folder.name, label=label or _short(stack, records.triton), role=role,
+                   results=records, plan=plan, path=str(folder), _read=read)
 
 
 _SEEN: dict = {}

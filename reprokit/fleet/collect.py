@@ -77,9 +77,9 @@ def merge_shards(parts: list[ResultSet]) -> ResultSet:
     by_id, readers = {}, {}
     for rs in parts:
         for c in rs.cases:
-            if c["id"] not in by_id:
-                by_id[c["id"]] = c
-                readers[c["id"]] = rs
+            if c.id not in by_id:
+                by_id[c.id] = c
+                readers[c.id] = rs
     order = [c["id"] for c in parts[0].plan.get("cases", [])]
     order += sorted(set(by_id) - set(order))
     cases = [by_id[i] for i in order if i in by_id]
@@ -90,7 +90,7 @@ def merge_shards(parts: list[ResultSet]) -> ResultSet:
         return owner._read(rel) if owner else None
 
     first = parts[0]
-    return replace(first, results={**first.results, "cases": cases},
+    return replace(first, results=first.results.with_cases(cases),
                    plan={**first.plan, "cases": list({c["id"]: c for rs in parts for c in rs.plan.get("cases", [])}.values())},
                    path=None, sha256=None, _read=read, _norm={})
 

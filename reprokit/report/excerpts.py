@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from reprokit.harness.oracle import op_lines
 
@@ -121,11 +122,11 @@ def excerpt(level: str, path: str, text: str, *, context: int = 2, max_anchors: 
     return Excerpt(level, path, kind, len(anchors), len(picked), windows, tuple(a + 1 for a in picked))
 
 
-def case_excerpts(case: dict, read, levels=SHOWN_LEVELS) -> list[Excerpt]:
-    """Excerpts of one case record's IR; `read(rel)` returns the bytes of a bundle member or None."""
+def case_excerpts(artifacts: Mapping[str, str], read, levels=SHOWN_LEVELS) -> list[Excerpt]:
+    """Excerpts of one case's IR (its record's artifacts); `read(rel)` returns the bytes of a bundle member or None."""
     out = []
     for level in levels:
-        rel = (case.get("artifacts") or {}).get(level)
+        rel = artifacts.get(level)
         data = read(rel) if rel else None
         if data is not None:
             out.append(excerpt(level, rel, data.decode("utf-8", "replace")))

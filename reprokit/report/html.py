@@ -102,27 +102,27 @@ def _finding(r: Report, fnd) -> list[str]:
         out.append(f"<p>{escape(plan['description'])}. Expected: <code>{escape(plan.get('expect', '?'))}</code>.</p>")
     out.append("<ul>")
     for i, (f, cell) in enumerate(zip(r.facts, fnd.row.cells)):
-        rec = r.record(i, fnd.case) or {}
+        rec = r.record(i, fnd.case)
         if not cell.present:
             out.append(f"<li>{escape(f.label)}: not in this bundle</li>")
             continue
         met = {True: "met", False: "not met"}.get(cell.met, "not judged")
         out.append(f"<li>{escape(f.label)}: {escape(cell.status or '?')}, verdict <code>{escape(cell.verdict or '?')}"
-                   f"</code> ({met}): {escape(rec.get('reason', ''))}</li>")
+                   f"</code> ({met}): {escape(rec.reason if rec else '')}</li>")
     out.append("</ul>")
     for i, f in enumerate(r.facts):
         rec = r.record(i, fnd.case)
-        if rec and rec.get("status") in ("crash", "timeout", "compile_error"):
-            bits = [f"signal {rec['signal']}" if rec.get("signal") else "",
-                    f"failing pass {rec['failing_pass']}" if rec.get("failing_pass") else ""]
-            out.append(f"<p>{escape(f.label)}: {escape(rec['status'])}"
+        if rec and rec.status in ("crash", "timeout", "compile_error"):
+            bits = [f"signal {rec.signal}" if rec.signal else "",
+                    f"failing pass {rec.failing_pass}" if rec.failing_pass else ""]
+            out.append(f"<p>{escape(f.label)}: {escape(rec.status)}"
                        + "".join(f"; {escape(b)}" for b in bits if b) + "</p>")
-            tail = (rec.get("stderr_tail") or rec.get("error") or "").strip()
+            tail = (rec.stderr_tail or rec.error or "").strip()
             if tail:
                 out.append(_details(f"compiler output, last lines ({f.label})", _pre(tail[-3000:])))
             mlir = r.reproducer_mlir(i, fnd.case)
             if mlir is not None:
-                out.append(_details(f"MLIR reproducer ({f.label}, {rec['artifacts']['reproducer']})", _pre(mlir)))
+                out.append(_details(f"MLIR reproducer ({f.label}, {rec.artifacts['reproducer']})", _pre(mlir)))
         if i == r.focus(fnd):
             repro = r.standalone(i, fnd.case)
             if repro is not None:

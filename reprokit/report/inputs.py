@@ -12,6 +12,7 @@ from typing import Sequence
 
 from reprokit.bundle.reader import Bundle, open_bundle
 from reprokit.errors import UsageError
+from reprokit.records import Results
 
 
 def _wanted(rel: str) -> bool:
@@ -51,7 +52,7 @@ def _cuda(version) -> str | None:
 
 
 def facts(bundle: Bundle) -> Facts:
-    m, env, res = bundle.manifest, bundle.env or {}, bundle.results
+    m, env, res = bundle.manifest, bundle.env or {}, bundle.records
     profile = m.get("profile") or bundle.plan.get("profile") or {}
     gpu = env.get("gpu") or {}
     devices = gpu.get("devices") or []
@@ -62,7 +63,7 @@ def facts(bundle: Bundle) -> Facts:
     else:
         gpu_name = f"none (compile-only for {profile.get('name', profile.get('key', '?'))})"
     # The ptxas that compiled the cases, from their own records; env.json's is only what was on PATH.
-    ran = sorted({(c.get("ptxas") or {}).get("version") for c in res.get("cases", [])} - {None})
+    ran = sorted({(c.raw.get("ptxas") or {}).get("version") for c in res.cases} - {None})
     ptxas = ", ".join(ran) if ran else ((tools.get("ptxas") or {}).get("version") or "unknown") + " (none ran)"
     osi = env.get("os") or {}
     # torch: its version, or "not installed" where the snapshot listed the packages and it was not
@@ -70,10 +71,10 @@ def facts(bundle: Bundle) -> Facts:
     torch = (pkgs.get("torch") or {}).get("version") or ("not installed" if "packages" in env else None)
     return Facts(
         name=bundle.root, file=Path(bundle.path).name, sha256=bundle.sha256,
-        triton=str(res.get("triton") or (m.get("stack") or {}).get("triton") or "?"),
+        triton=str(res.triton or (m.get("stack") or {}).get("triton") or "?"),
         stack=str((m.get("stack") or {}).get("name") or "?"), profile=str(profile.get("key", "?")),
         profile_name=str(profile.get("name", "?")), arch=_target(bundle, res) or str(profile.get("arch", "?")),
-        mode=str(m.get("mode") or res.get("mode") or "?"), gpu=gpu_name,
+        mode=str(m.get("mode") or res.mode or "?"), gpu=gpu_name,
         driver=gpu.get("driver") if gpu.get("available") else None,
         cuda=_cuda(gpu.get("cuda_driver")) if gpu.get("available") else None, ptxas=ptxas,
         torch=torch, python=(env.get("python") or {}).get("version"),
@@ -84,11 +85,11 @@ def facts(bundle: Bundle) -> Facts:
 _TARGET = re.compile(rb"^\.target\s+(sm_\w+)", re.M)
 
 
-def _target(bundle: Bundle, results: dict) -> str | None:
+def _target(bundle: Bundle, results: Results) -> str | None:
     """The exact target the PTX was compiled for (`sm_90a`, not the profile's `sm_90`): the first
     case whose PTX the bundle holds says it."""
-    for c in results.get("cases", []):
-        rel = (c.get("artifacts") or {}).get("ptx")
+    for c in results.cases:
+        rel = c.artifacts.get("ptx")
         if not rel:
             continue
         try:

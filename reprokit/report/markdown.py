@@ -124,9 +124,9 @@ def _observed(r: Report, case: str) -> list[str]:
         if not cell.present:
             out.append(f"- {f.label}: not in this bundle")
             continue
-        rec = r.record(r.facts.index(f), case) or {}
+        rec = r.record(r.facts.index(f), case)
         met = {True: "met", False: "**not met**"}.get(cell.met, "not judged")
-        out.append(f"- {f.label}: {cell.status}, verdict `{cell.verdict}` ({met}): {_esc(rec.get('reason', ''))}")
+        out.append(f"- {f.label}: {cell.status}, verdict `{cell.verdict}` ({met}): {_esc(rec.reason if rec else '')}")
         moved = moved_summary(cell, max_ops=6)
         if moved:
             out.append(f"  - moved against {_esc(r.facts[0].label)}: " + ", ".join(f"`{p}`" for p in moved.split(", ")))
@@ -137,21 +137,21 @@ def _crash_parts(r: Report, case: str) -> list[str]:
     out = []
     for i, f in enumerate(r.facts):
         rec = r.record(i, case)
-        if not rec or rec.get("status") not in ("crash", "timeout", "compile_error"):
+        if not rec or rec.status not in ("crash", "timeout", "compile_error"):
             continue
-        what = {"crash": "crashed", "timeout": "hung past its timeout", "compile_error": "rejected it"}[rec["status"]]
+        what = {"crash": "crashed", "timeout": "hung past its timeout", "compile_error": "rejected it"}[rec.status]
         facts = [f"The {f.label} compiler {what}"]
-        if rec.get("signal"):
-            facts.append(f"signal {rec['signal']}")
-        if rec.get("failing_pass"):
-            facts.append(f"failing pass `{rec['failing_pass']}`")
+        if rec.signal:
+            facts.append(f"signal {rec.signal}")
+        if rec.failing_pass:
+            facts.append(f"failing pass `{rec.failing_pass}`")
         out.append("; ".join(facts) + ".")
         out.append("")
-        error = (rec.get("error") or "").strip()
-        tail = (rec.get("stderr_tail") or "").strip()
+        error = (rec.error or "").strip()
+        tail = (rec.stderr_tail or "").strip()
         if len(tail) > _MAX_TAIL:
             tail = "..." + tail[-_MAX_TAIL:]
-        if rec["status"] == "crash" and tail:
+        if rec.status == "crash" and tail:
             out += fence(tail) + [""]       # an abort's last words are short and are the evidence
         else:
             out += fence(error or tail) + [""]
@@ -159,7 +159,7 @@ def _crash_parts(r: Report, case: str) -> list[str]:
                 out += details(f"the compiler's stderr, last lines ({f.label})", fence(tail))
         mlir = r.reproducer_mlir(i, case)
         if mlir is not None:
-            rel = rec["artifacts"]["reproducer"]
+            rel = rec.artifacts["reproducer"]
             out += details(f"MLIR reproducer of the failing pass ({f.label}, <code>{rel}</code>)",
                            [f"Run with `triton-opt --run-reproducer {rel.rsplit('/', 1)[-1]}` "
                             "(triton-opt comes with a source build of Triton).", "", *fence(mlir, "mlir")])
@@ -317,9 +317,9 @@ def title(r: Report, found: list | None = None) -> str:
     cells = [(f, c) for f, c in zip(r.facts, fnd.row.cells) if c.present]
     if kind == "crash":
         hit = [(f, c) for f, c in cells if c.status in ("crash", "timeout")]
-        rec = r.record(r.facts.index(hit[0][0]), fnd.case) or {}
+        rec = r.record(r.facts.index(hit[0][0]), fnd.case)
         what = f"compiler {'hangs' if hit[0][1].status == 'timeout' else 'crashes'}" + (
-            f" ({rec['signal']})" if rec.get("signal") else "") + f" on {fnd.case}"
+            f" ({rec.signal})" if rec and rec.signal else "") + f" on {fnd.case}"
     elif kind == "not met":
         hit = [(f, c) for f, c in cells if c.met is False]
         what = f"{fnd.case} gives {hit[0][1].verdict}, expected {hit[0][1].expect}"

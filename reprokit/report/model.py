@@ -13,6 +13,7 @@ from reprokit.compare.sources import ResultSet
 from reprokit.report.excerpts import Excerpt, case_excerpts
 from reprokit.report.findings import ApiChange, Finding, api_changes, findings
 from reprokit.report.inputs import Facts, open_inputs
+from reprokit.records import CaseRecord
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ class Report:
                     return c
         return {}
 
-    def record(self, i: int, case_id: str) -> dict | None:
-        return next((c for c in self.bundles[i].results["cases"] if c["id"] == case_id), None)
+    def record(self, i: int, case_id: str) -> CaseRecord | None:
+        return self.bundles[i].records.case(case_id)
 
     def member(self, i: int, rel: str | None) -> bytes | None:
         if not rel:
@@ -93,9 +94,9 @@ class Report:
 
     def excerpts(self, i: int, case_id: str) -> list[Excerpt]:
         rec = self.record(i, case_id)
-        if not rec or rec.get("status") != "ok":
+        if not rec or rec.status != "ok":
             return []
-        return self._once(("excerpts", i, case_id), lambda: case_excerpts(rec, lambda rel: self.member(i, rel)))
+        return self._once(("excerpts", i, case_id), lambda: case_excerpts(rec.artifacts, lambda rel: self.member(i, rel)))
 
     def standalone(self, i: int, case_id: str) -> Standalone | None:
         return self._once(("standalone", i, case_id), lambda: standalone(self.bundles[i], case_id))
@@ -112,8 +113,8 @@ class Report:
         return hit[0] if fnd.kinds[0] == "crash" else hit[-1]
 
     def reproducer_mlir(self, i: int, case_id: str) -> str | None:
-        rec = self.record(i, case_id) or {}
-        data = self.member(i, (rec.get("artifacts") or {}).get("reproducer"))
+        rec = self.record(i, case_id)
+        data = self.member(i, rec.artifacts.get("reproducer") if rec else None)
         return None if data is None else data.decode("utf-8", "replace")
 
 
@@ -131,8 +132,8 @@ def standalone(bundle, case_id: str) -> Standalone | None:
     the case has none (a CUDA C++ case, a kernel file that is not plain Python)."""
     from reprokit.harness import minimal, reproducer
 
-    rec = next((c for c in bundle.results["cases"] if c["id"] == case_id), None) or {}
-    arts = rec.get("artifacts") or {}
+    rec = bundle.records.case(case_id)
+    arts = rec.artifacts if rec else {}
     rel, small = arts.get(reproducer.ARTIFACT), arts.get(minimal.ARTIFACT)
     if rel and rel in bundle.data and small and small in bundle.data:
         return Standalone(bundle.read_text(rel), "bundle", rel, bundle.read_text(small))
@@ -141,10 +142,10 @@ def standalone(bundle, case_id: str) -> Standalone | None:
     if case is None or kernel not in bundle.data:
         return None
     scripts = reproducer.Reproducers(bundle.plan, lambda name: bundle.read_text(f"kernels/{name}"),
-                                     triton_version=bundle.results.get("triton"))
+                                     triton_version=bundle.records.triton)
     try:
         # None for a CUDA C++ case: replay rebuilds it from kernels/, not a Python script
-        text = scripts.text(case_id, rec or None)
+        text = scripts.text(case_id, rec.to_json() if rec else None)  # the harness's code reads plain JSON
         small_text = scripts.minimal(case_id)
     except (ValueError, SyntaxError):
         return None

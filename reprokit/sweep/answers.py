@@ -14,38 +14,38 @@ from __future__ import annotations
 import itertools
 import re
 
+from reprokit.records import CaseRecord, Results
+
 FORMAT = 1
 _DIGITS = re.compile(r"\d+")
 
 
-def _state(c: dict) -> tuple:
-    return c["status"], c["verdict"]
+def _state(c: CaseRecord) -> tuple:
+    return c.outcome()
 
 
-def _cell(c: dict, label: str | None = None) -> dict:
-    md = c.get("metadata") or {}
-    launch = c.get("launch") or {}
-    out = {"id": c["id"], "status": c["status"], "verdict": c["verdict"],
-           "error": c.get("error"), "failing_pass": c.get("failing_pass"),
-           "shared_bytes": md.get("shared_bytes"), "fits": launch.get("fits"),
-           "tma": dict(c.get("tma") or {})}
+def _cell(c: CaseRecord, label: str | None = None) -> dict:
+    out = {"id": c.id, "status": c.status, "verdict": c.verdict,
+           "error": c.error, "failing_pass": c.failing_pass,
+           "shared_bytes": c.metadata.get("shared_bytes"), "fits": c.fits,
+           "tma": dict(c.tma)}
     if label is not None:
         out["label"] = label
     return out
 
 
-def _why(c: dict) -> str:
-    bits = [c["status"], c["verdict"]]
-    if c.get("failing_pass"):
-        bits.append(f"in {c['failing_pass']}")
-    if c.get("error"):
-        bits.append(c["error"][:160])
+def _why(c: CaseRecord) -> str:
+    bits = [c.status, c.verdict]
+    if c.failing_pass:
+        bits.append(f"in {c.failing_pass}")
+    if c.error:
+        bits.append(c.error[:160])
     return ", ".join(bits)
 
 
-def answer(plan: dict, results: dict) -> dict:
+def answer(plan: dict, results: Results) -> dict:
     sweep = plan["sweep"]
-    by_id = {c["id"]: c for c in results["cases"]}
+    by_id = {c.id: c for c in results.cases}
     plan_cases = {c["id"]: c for c in plan["cases"]}
     groups = []
     for g in sweep["groups"]:
@@ -57,26 +57,26 @@ def answer(plan: dict, results: dict) -> dict:
         else:
             groups.append(_product(g, members, plan_cases, plan["profile"], sweep.get("hypotheses", [])))
     counts = {}
-    for c in results["cases"]:
-        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    for c in results.cases:
+        counts[c.status] = counts.get(c.status, 0) + 1
     return {"format": FORMAT, "sweep": sweep["name"], "stack": plan["stack"].get("name"),
-            "triton": results.get("triton"), "gpu": plan["profile"]["key"], "arch": plan["profile"]["arch"],
-            "smem_per_block": plan["profile"]["smem_per_block"], "points": len(results["cases"]),
+            "triton": results.triton, "gpu": plan["profile"]["key"], "arch": plan["profile"]["arch"],
+            "smem_per_block": plan["profile"]["smem_per_block"], "points": len(results.cases),
             "grid_points": sweep["points"], "reduced": sweep["reduced"], "sass": sweep["sass"],
             "status_counts": dict(sorted(counts.items())), "groups": groups}
 
 
 def _one_at_a_time(g: dict, members: list, plan_cases: dict) -> dict:
-    base = next((c for c in members if c["id"].endswith(".base")), None)
+    base = next((c for c in members if c.id.endswith(".base")), None)
     out = {"group": g["name"], "family": g["family"], "vary": g["vary"], "points": len(members),
            "base": _cell(base) if base else None, "axes": []}
-    if base is None or base["status"] == "unsupported":
-        out["answer"] = (f"{g['family']}: not offered by this release ({base['error']})" if base else
+    if base is None or base.status == "unsupported":
+        out["answer"] = (f"{g['family']}: not offered by this release ({base.error})" if base else
                          f"{g['name']}: base point not in this run")
         return out
     for axis, labels in g["axes"].items():
         base_label = _label(g["base"][axis])
-        cells = {plan_cases[c["id"]]["sweep"]["label"]: c for c in members if plan_cases[c["id"]]["sweep"]["axis"] == axis}
+        cells = {plan_cases[c.id]["sweep"]["label"]: c for c in members if plan_cases[c.id]["sweep"]["axis"] == axis}
         full = g.get("order", {}).get(axis, labels)
         order = [lab for lab in full if lab in labels or lab == base_label]
         if base_label not in order:
@@ -92,27 +92,27 @@ def _one_at_a_time(g: dict, members: list, plan_cases: dict) -> dict:
         above = next((r for r in row if r["label"] in order[bi + 1:] and r in flips), None)
         tried = [r["label"] for r in row]
         if not flips:
-            text = (f"{axis}: {base['verdict']} at every value tried ({', '.join(tried)}): "
+            text = (f"{axis}: {base.verdict} at every value tried ({', '.join(tried)}): "
                     f"no flip with these {len(tried)} values")
         else:
             sides = []
             for side, r in (("below", below), ("above", above)):
                 if r:
                     sides.append(f"{side} {base_label}: first flip at {r['label']} ({_why(by_cell(r, members))})")
-            text = f"{axis}: {base['verdict']} at {base_label}; " + "; ".join(sides)
+            text = f"{axis}: {base.verdict} at {base_label}; " + "; ".join(sides)
         out["axes"].append({"axis": axis, "base": base_label, "tried": tried, "cells": row,
                             "flips": [r["label"] for r in flips], "boundary": {"below": below, "above": above},
                             "answer": text})
     flipped = [a["axis"] for a in out["axes"] if a["flips"]]
-    said = base["verdict"] if base["status"] == "ok" else f"{base['status']} ({base.get('error') or '-'})"
+    said = base.verdict if base.status == "ok" else f"{base.status} ({base.error or '-'})"
     out["answer"] = (f"{g['family']}: base {said}; "
                      + (f"flips along {', '.join(flipped)}" if flipped else
                         f"no flip along any of {len(out['axes'])} axes ({len(members)} points)"))
     return out
 
 
-def by_cell(row: dict, members: list) -> dict:
-    return next(c for c in members if c["id"] == row["id"])
+def by_cell(row: dict, members: list) -> CaseRecord:
+    return next(c for c in members if c.id == row["id"])
 
 
 def _label(v) -> str:
@@ -121,27 +121,27 @@ def _label(v) -> str:
 
 def _product(g: dict, members: list, plan_cases: dict, profile: dict, hypotheses: list) -> dict:
     axes = list(g["axes"])
-    params = {c["id"]: plan_cases[c["id"]]["sweep"]["params"] for c in members}
-    supported = [c for c in members if c["status"] != "unsupported"]
+    params = {c.id: plan_cases[c.id]["sweep"]["params"] for c in members}
+    supported = [c for c in members if c.status != "unsupported"]
     out = {"group": g["name"], "family": g["family"], "vary": g["vary"], "points": len(members),
            "named": [], "failures": [], "hypotheses": [], "frontier": None}
     for c in members:
-        name = plan_cases[c["id"]]["sweep"].get("name")
+        name = plan_cases[c.id]["sweep"].get("name")
         if name:
             out["named"].append({"name": name, **_cell(c)})
     if not supported:
-        out["answer"] = f"{g['family']}: not offered by this release ({members[0].get('error')})"
+        out["answer"] = f"{g['family']}: not offered by this release ({members[0].error})"
         return out
     failing, example = {}, {}
     for c in supported:
-        if c["status"] != "ok" or c["verdict"] != "tma":
+        if c.status != "ok" or c.verdict != "tma":
             # One kind of failure whatever line or register count its message names.
-            error = (c.get("error") or "")[:200]
-            key = (c["status"], c["verdict"], c.get("failing_pass") or "", _DIGITS.sub("N", error))
-            failing.setdefault(key, []).append(c["id"])
+            error = (c.error or "")[:200]
+            key = (c.status, c.verdict, c.failing_pass or "", _DIGITS.sub("N", error))
+            failing.setdefault(key, []).append(c.id)
             example.setdefault(key, error)
-    values = {a: sorted({params[c["id"]][a] for c in supported}) for a in axes}
-    all_ids = [c["id"] for c in supported]
+    values = {a: sorted({params[c.id][a] for c in supported}) for a in axes}
+    all_ids = [c.id for c in supported]
     for key, ids in sorted(failing.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         status, verdict, fpass, _ = key
         rule = best_rule(set(ids), all_ids, params, axes, values)
@@ -201,21 +201,21 @@ def check_rule(name: str, rule: dict, failing: set, ids: list, params: dict) -> 
 
 def _frontier(cases: list, params: dict, profile: dict, axes: list) -> dict:
     limit = profile["smem_per_block"]
-    ok = [c for c in cases if c["status"] == "ok" and (c.get("metadata") or {}).get("shared_bytes") is not None]
-    fits = [c for c in ok if c["metadata"]["shared_bytes"] <= limit]
-    big = [c for c in ok if c["metadata"]["shared_bytes"] > limit]
+    ok = [c for c in cases if c.status == "ok" and c.metadata.get("shared_bytes") is not None]
+    fits = [c for c in ok if c.metadata["shared_bytes"] <= limit]
+    big = [c for c in ok if c.metadata["shared_bytes"] > limit]
     # Per tile (every axis but warps and stages): the most stages that still fit the profile.
     tile_axes = [a for a in axes if a not in ("num_stages", "num_warps")]
     most = {}
     if "num_stages" in axes:
         for c in fits:
-            p = params[c["id"]]
+            p = params[c.id]
             key = "-".join(f"{a}{p[a]}" for a in tile_axes)
             most[key] = max(most.get(key, 0), p["num_stages"])
     return {"max_stages_fitting": dict(sorted(most.items())), "tile_axes": tile_axes,"limit": limit, "compiled": len(ok), "fits": len(fits), "too_big": len(big),
-            "largest_fitting": max((c["metadata"]["shared_bytes"] for c in fits), default=None),
-            "smallest_too_big": min((c["metadata"]["shared_bytes"] for c in big), default=None),
-            "too_big_ids": sorted(c["id"] for c in big)}
+            "largest_fitting": max((c.metadata["shared_bytes"] for c in fits), default=None),
+            "smallest_too_big": min((c.metadata["shared_bytes"] for c in big), default=None),
+            "too_big_ids": sorted(c.id for c in big)}
 
 
 def boundary_ids(answers: dict) -> set:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from reprokit.bundle.redact import recorded_homes
 from reprokit.harness import elf, reproducer
+from reprokit.records import Results
 
 KEEP_LEVELS = ("ttir", "ttgir", "ptx", "sass")
 HASH_LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -204,10 +205,10 @@ def executor_facts(name: str, prepare: dict, runtime: dict, paths: RunPaths = Ru
     return paths.mask_json({k: v for k, v in facts.items() if k not in _VOLATILE_FACTS})
 
 
-def write_timings(work: Path, results: dict) -> None:
+def write_timings(work: Path, results: Results) -> None:
     """Per-point times, beside the work folder's records (they never enter the bundle)."""
     lines = ["id\tstatus\tcompile_s\tsass_s\twall_s"]
-    for r in results["cases"]:
-        lines.append("\t".join(str(x) for x in (r["id"], r["status"], r.get("compile_s", "-"),
-                                                 r.get("sass_s", "-"), r.get("wall_s", "-"))))
+    for r in results.cases:
+        lines.append("\t".join(str(x) for x in (r.id, r.status, r.raw.get("compile_s", "-"),
+                                                 r.raw.get("sass_s", "-"), r.raw.get("wall_s", "-"))))
     (Path(work) / "timings.tsv").write_text("\n".join(lines) + "\n")

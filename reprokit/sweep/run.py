@@ -26,6 +26,7 @@ from reprokit.errors import FileSystemError, HarnessError, OutputExists, UsageEr
 from reprokit.harness import write_json
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, Origin
+from reprokit.records import parse_results
 from reprokit.sweep import answers as answers_mod
 from reprokit.sweep.condense import RunPaths, condense, executor_facts, write_timings
 from reprokit.sweep.spec import SweepSpec, build_sweep_plan
@@ -247,7 +248,7 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> t
     answers = {}
 
     def keep(canon: dict) -> set:
-        answers.update(answers_mod.answer(plan, canon))
+        answers.update(answers_mod.answer(plan, parse_results(canon, HarnessError, str(work))))
         return answers_mod.boundary_ids(answers)
 
     with locks.scratch(tmp_root, "sweep") as tmp:

@@ -64,7 +64,7 @@ def test_positive_controls_emit_tma_at_ttgir_ptx_and_sass(h100):
 
 def test_no_negative_control_emits_tma(h100):
     _, cap = h100
-    p1s = [c for c in cap.results["cases"] if c["control"] == "P1"]
+    p1s = [c for c in cap.results.to_json()["cases"] if c["control"] == "P1"]
     assert len(p1s) == 4
     for c in p1s:
         assert c["verdict"] in ("no-tma", "rejected", "crashed", "unsupported"), (c["id"], c["verdict"])
@@ -73,7 +73,7 @@ def test_no_negative_control_emits_tma(h100):
 
 def test_missing_apis_are_unsupported_not_crashes(h100):
     stack, cap = h100
-    for c in cap.results["cases"]:
+    for c in cap.results.to_json()["cases"]:
         if c["family"] in ("cuda_tma", "inductor"):
             continue  # nvcc's and the GPU's to decide: tests/integration/test_cuda_tma.py, tests/gpu
         if c["family"] in UNSUPPORTED_FAMILIES[stack]:
@@ -85,7 +85,7 @@ def test_missing_apis_are_unsupported_not_crashes(h100):
 
 def test_aggressive_gemm_configs_compile_but_cannot_launch_on_h100(h100):
     _, cap = h100
-    gemms = [c for c in cap.results["cases"] if c["control"] == "gemm" and c["status"] == "ok"]
+    gemms = [c for c in cap.results.to_json()["cases"] if c["control"] == "gemm" and c["status"] == "ok"]
     assert len(gemms) == 5
     for c in gemms:
         aggressive = "-w16-s4" in c["id"]
@@ -132,7 +132,7 @@ def test_summary_has_one_row_per_case(h100):
     _, cap = h100
     rows = (cap.out_dir / "summary.tsv").read_text().splitlines()
     assert rows[0].split("\t")[:5] == ["id", "family", "control", "status", "verdict"]
-    assert [r.split("\t")[0] for r in rows[1:]] == [c["id"] for c in cap.results["cases"]]
+    assert [r.split("\t")[0] for r in rows[1:]] == [c["id"] for c in cap.results.to_json()["cases"]]
 
 
 def test_compiler_abort_leaves_evidence_and_the_run_goes_on(captured):
@@ -147,7 +147,7 @@ def test_compiler_abort_leaves_evidence_and_the_run_goes_on(captured):
     ok = by_id(cap)["experimental_descriptor.p0"]
     # (Every case has its standalone reproducer.py; only failed ones an MLIR reproducer.)
     assert "reproducer" not in ok["artifacts"] and not list((cap.out_dir / "cases" / ok["id"]).glob("*.mlir"))
-    after = [x for x in cap.results["cases"] if x["status"] == "ok"]
+    after = [x for x in cap.results.to_json()["cases"] if x["status"] == "ok"]
     assert len(after) >= 8  # the cases queued after the crash still compiled
 
 

@@ -49,7 +49,7 @@ def test_case_that_connects_out_fails(stack_images, docker_executor, config, tmp
                    + src.read_text())
     cap = capture(config.stack(STACK), docker_executor, tmp_path / "out",
                   opts(config.gpu("h100"), plan=plan, kernels=kernels))
-    (result,) = cap.results["cases"]
+    (result,) = cap.results.to_json()["cases"]
     assert result["status"] != "ok"
     assert "unreachable" in json.dumps(result).lower()
 

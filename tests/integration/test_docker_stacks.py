@@ -65,7 +65,7 @@ def test_capture_in_stack_image(docker_stack, docker_captured, stack_images, doc
     env = json.loads((tmp_out / "env.json").read_text())
     assert env["packages"]["triton"]["version"] == stack.triton  # the image's Triton, not the host's
     assert env["packages"].get("torch") is None  # WITH_TORCH=0
-    results = cap.results
+    results = cap.results.to_json()
     assert results["triton"] == stack.triton
     assert len(results["cases"]) == len(json.loads((tmp_out / "plan.json").read_text())["cases"])
     verdicts = {c["verdict"] for c in results["cases"]}
@@ -91,13 +91,13 @@ def test_capture_in_stack_image(docker_stack, docker_captured, stack_images, doc
 def test_verdicts_equal_those_in_venvs(docker_stack, docker_captured, captured):
     """The same pins in a container and in a host venv: the same statuses, verdicts and TMA counts."""
     def digest(cap):
-        return {c["id"]: (c["status"], c["verdict"], c.get("met"), c.get("tma")) for c in cap.results["cases"]}
+        return {c["id"]: (c["status"], c["verdict"], c.get("met"), c.get("tma")) for c in cap.results.to_json()["cases"]}
 
     docker_cap = docker_captured(docker_stack)
     in_docker, in_venv = digest(docker_cap), digest(captured(docker_stack))
     # The offline test base image carries no CUDA toolkit (a real CUDA devel image does), while
     # the host venvs find CI's nvcc: the CUDA C++ case may differ there, and only for that reason.
-    for c in docker_cap.results["cases"]:
+    for c in docker_cap.results.to_json()["cases"]:
         if c["family"] == "cuda_tma" and c["status"] == "unsupported":
             assert c["error"].startswith("no nvcc in this stack"), c["error"]
             in_docker.pop(c["id"])

@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from tests.conftest import by_id
 
 pytestmark = pytest.mark.triton
 
@@ -54,7 +53,7 @@ def test_without_a_plant_the_p1_is_the_compilers_rejection(tmp_path, repo_root, 
     stack_ready(STACK)
     p, results = _capture(tmp_path, repo_root, None)
     assert p.returncode == 0, p.stderr
-    c = by_id(type("C", (), {"results": results}))[CASE]
+    c = {c["id"]: c for c in results["cases"]}[CASE]
     assert c["verdict"] == "rejected" and c["met"] is True and "last dim must be 1" in c["error"]
 
 

@@ -64,6 +64,6 @@ def test_a_bundle_that_carries_its_reproducers_is_reported_with_them(captured, t
     bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions(tmp_path))
     md = render([bundle], "md")
     version, text = _embedded(md, "block_ptr.p0")
-    arts = next(c for c in cap.results["cases"] if c["id"] == "block_ptr.p0")["artifacts"]
+    arts = next(c for c in cap.results.to_json()["cases"] if c["id"] == "block_ptr.p0")["artifacts"]
     assert version == "3.6.0" and text == open_bundle(bundle).read_text(arts["minimal_py"])
     assert f"is `{arts['reproducer_py']}` (the bundle carries it)" in md

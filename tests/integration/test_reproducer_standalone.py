@@ -47,7 +47,7 @@ def test_the_reproducer_reproduces_the_verdict_with_only_triton(captured, stack_
     recorded = by_id(cap)[cid]
     rc, doc = _run_bare(venv_executor, stack_ready(stack), cap, cid, tmp_path)
     assert rc == 0 and doc["reproduced"] is True
-    assert doc["verdict"] == recorded["verdict"] and doc["triton"] == cap.results["triton"]
+    assert doc["verdict"] == recorded["verdict"] and doc["triton"] == cap.results.triton
     step = doc["steps"][-1]
     assert step["status"] == recorded["status"]
     if recorded["status"] == "ok":

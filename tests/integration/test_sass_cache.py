@@ -30,7 +30,7 @@ def _capture(tmp_path, name, config, venv_executor, stack, sass_cache):
 
 
 def _sass(cap) -> dict:
-    return {c["id"]: (cap.out_dir / c["artifacts"]["sass"]).read_text() for c in cap.results["cases"]}
+    return {c["id"]: (cap.out_dir / c["artifacts"]["sass"]).read_text() for c in cap.results.to_json()["cases"]}
 
 
 def _entries(cache):
@@ -41,19 +41,19 @@ def test_a_repeated_capture_reads_the_cache(tmp_path, config, venv_executor, sta
     stack = stack_ready("triton-3.6-cu130")
     cache = tmp_path / "sass-cache"
     first = _capture(tmp_path, "first", config, venv_executor, stack, cache)
-    assert all("cache" not in c["sass_tool"] for c in first.results["cases"])
-    assert len(_entries(cache)) == len(first.results["cases"]) == 4
+    assert all("cache" not in c["sass_tool"] for c in first.results.to_json()["cases"])
+    assert len(_entries(cache)) == len(first.results.to_json()["cases"]) == 4
     assert not list(cache.rglob("*.tmp"))
 
     second = _capture(tmp_path, "second", config, venv_executor, stack, cache)
-    for c in second.results["cases"]:
+    for c in second.results.to_json()["cases"]:
         assert c["sass_tool"]["name"] == "cuobjdump" and len(c["sass_tool"]["cache"]) == 64, c["id"]
         assert c["sass_s"] < 0.2  # a read, not a 0.45 s disassembler start
     # The cubins differ (ptxas names its temporary .ptx file in .debug_line); the listings do not.
     cubin = by_id(first)["block_ptr.p0"]["artifacts"]["cubin"]
     assert (first.out_dir / cubin).read_bytes() != (second.out_dir / cubin).read_bytes()
     assert _sass(first) == _sass(second)
-    digest = lambda cap: {c["id"]: (c["verdict"], c["tma"], c["tma_ops"]) for c in cap.results["cases"]}  # noqa: E731
+    digest = lambda cap: {c["id"]: (c["verdict"], c["tma"], c["tma_ops"]) for c in cap.results.to_json()["cases"]}  # noqa: E731
     assert digest(first) == digest(second)
     assert "SASS of 4 of 4 cubins from the cache" in (second.out_dir / "logs" / "harness.log").read_text()
 
@@ -63,7 +63,7 @@ def test_a_repeated_capture_reads_the_cache(tmp_path, config, venv_executor, sta
     entry.write_text("")
     third = _capture(tmp_path, "third", config, venv_executor, stack, cache)
     assert "cache" not in by_id(third)["tensor_descriptor.p0"]["sass_tool"]
-    assert all("cache" in c["sass_tool"] for c in third.results["cases"] if c["id"] != "tensor_descriptor.p0")
+    assert all("cache" in c["sass_tool"] for c in third.results.to_json()["cases"] if c["id"] != "tensor_descriptor.p0")
     assert entry.read_text() == _sass(first)["tensor_descriptor.p0"]
 
 
@@ -75,7 +75,7 @@ def test_off_disassembles_every_cubin_and_writes_nothing(tmp_path, monkeypatch, 
     # Set in this process too: the harness must not take it from the environment it inherits.
     monkeypatch.setenv("REPROKIT_SASS_CACHE", str(cache / "sass"))
     cap = _capture(tmp_path, "off", config, venv_executor, stack, off.sass_cache)
-    assert all(c["sass_tool"] and "cache" not in c["sass_tool"] and c["sass_s"] > 0 for c in cap.results["cases"])
+    assert all(c["sass_tool"] and "cache" not in c["sass_tool"] and c["sass_s"] > 0 for c in cap.results.to_json()["cases"])
     assert not (cache / "sass").exists()
     env = json.loads((cap.out_dir / "env.json").read_text())
     assert "REPROKIT_SASS_CACHE" not in json.dumps(env)  # no host path of ours lands in a bundle

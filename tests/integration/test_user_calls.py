@@ -90,7 +90,7 @@ def _schema(name: str) -> dict:
 def test_every_declared_call_compiles_or_is_unsupported_never_a_harness_error(release):
     stack, _, cap = release
     cases = by_id(cap)
-    assert not [c["id"] for c in cap.results["cases"] if c["status"] == "harness_error"], cases
+    assert not [c["id"] for c in cap.results.to_json()["cases"] if c["status"] == "harness_error"], cases
     blockptr_ok = MINOR[stack] <= 8  # 3.9 removed block pointers
     for cid in ("softmax.even", "softmax.odd"):
         assert cases[cid]["status"] == ("ok" if blockptr_ok else "unsupported"), cases[cid]
@@ -114,10 +114,10 @@ def test_every_declared_call_compiles_or_is_unsupported_never_a_harness_error(re
 def test_the_plan_beside_the_results_names_the_expanded_cases_and_both_validate(release):
     _, _, cap = release
     plan = json.loads((cap.out_dir / "plan.json").read_text())
-    assert [c["id"] for c in plan["cases"]] == [c["id"] for c in cap.results["cases"]]
+    assert [c["id"] for c in plan["cases"]] == [c["id"] for c in cap.results.to_json()["cases"]]
     # every call settled: expanded (autotune names its config), not expanded (null), or its file
     # did not load on this release (left for a release that loads it)
-    loaded = {c["id"] for c in cap.results["cases"] if "lacks triton.tools" not in (c.get("error") or "")}
+    loaded = {c["id"] for c in cap.results.to_json()["cases"] if "lacks triton.tools" not in (c.get("error") or "")}
     for c in plan["cases"]:
         assert ("autotune" in c) == (c["id"] in loaded), c["id"]
         if c["id"].startswith("softmax."):
@@ -411,7 +411,7 @@ def test_a_bundle_of_declared_calls_replays_and_diffs_from_the_command_line(rele
     assert p.returncode == 1, p.stderr[-2000:]
     new = Path(json.loads(p.stdout)["stacks"][0]["bundle"])
     shown = json.loads(cli("show", str(new), "--json").stdout)
-    assert {c["id"] for c in shown["cases"]} == {c["id"] for c in cap.results["cases"]}
+    assert {c["id"] for c in shown["cases"]} == {c["id"] for c in cap.results.to_json()["cases"]}
     assert {c["id"]: c["status"] for c in shown["cases"]}["matmul.persistent.cfg0"] == "ok"
     d = cli("diff", str(bundle), str(new))
     assert d.returncode == 1, d.stderr[-2000:]

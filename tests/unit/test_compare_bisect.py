@@ -12,6 +12,7 @@ from reprokit.compare.bisect import Releases, bisect, list_releases, max_capture
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions
+from reprokit.records import CaseRecord, Results
 from reprokit.runs import StackOutcome
 
 INDEX = ["3.9.0", "3.8.0", "3.7.1", "3.7.0", "3.6.0", "3.5.1", "3.5.0", "3.4.0", "3.3.1", "3.3.0", "3.2.0",
@@ -66,8 +67,9 @@ def test_the_search_finds_every_change_point_within_the_bound(tmp_path, change_a
         path = out / f"{stack.name}.tgz"
         path.write_bytes(v.encode())
         after = versions.index(v) >= change_at
-        case = {"id": "x.p0", "status": "unsupported" if after else "ok", "verdict": "unsupported" if after else "tma"}
-        return [StackOutcome(stack.name, path, {"cases": [case]}, None)]
+        case = CaseRecord("x.p0", "x", "P0", "unsupported" if after else "ok", "unsupported" if after else "tma",
+                          "tma", None, "")
+        return [StackOutcome(stack.name, path, Results(v, "compile-only", (case,)), None)]
 
     steps = []
     r = bisect("x.p0", load_config().gpu("h100"), Releases(versions, (), "3.11"), load_config(), None,
@@ -85,8 +87,8 @@ def test_no_change_in_the_range_says_so(tmp_path):
         out = Path(bundle.out_dir)
         out.mkdir(parents=True)
         (out / "b.tgz").write_bytes(b"x")
-        return [StackOutcome(stacks[0].name, out / "b.tgz", {"cases": [{"id": "x.p0", "status": "ok",
-                                                                       "verdict": "tma"}]}, None)]
+        case = CaseRecord("x.p0", "x", "P0", "ok", "tma", "tma", True, "")
+        return [StackOutcome(stacks[0].name, out / "b.tgz", Results("3.0.0", "compile-only", (case,)), None)]
 
     r = bisect("x.p0", load_config().gpu("h100"), Releases(("3.0.0", "3.1.0", "3.2.0"), (), "3.11"), load_config(),
                None, BundleOptions(out_dir=tmp_path / "o"), run=run)

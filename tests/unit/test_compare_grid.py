@@ -9,6 +9,7 @@ import pytest
 
 from reprokit.compare.grid import Column, compare
 from reprokit.compare.sources import ResultSet, open_result_set
+from reprokit.records import CaseRecord, Results
 
 GOLDEN = Path(__file__).resolve().parents[2] / "bundles" / "golden"
 
@@ -71,7 +72,7 @@ def test_to_dict_is_plain_json_with_one_cell_per_column(v30, v36):
 def test_absent_cases_and_failed_columns(v30, v36):
     from dataclasses import replace
 
-    fewer = replace(v36, key="fewer", results={**v36.results, "cases": v36.cases[:3]})
+    fewer = replace(v36, key="fewer", results=v36.results.with_cases(v36.cases[:3]))
     g = compare([v30, fewer], failed=[Column.failed("triton-9.9", "9.9", "venv: building failed")])
     last = g.row("host_descriptor.p2")
     assert last.cells[1].present is False and last.cells[1].moved == ("present",)
@@ -107,8 +108,8 @@ def test_a_compile_only_column_does_not_move_gpu_facts():
     from dataclasses import replace
 
     g36 = open_result_set(GOLDEN.parent / "examples" / "h100-gpu-triton-3.6.0.tgz")
-    bare = replace(g36, key="bare", results={**g36.results, "cases": [
-        {k: v for k, v in c.items() if k != "gpu"} for c in g36.cases]})
+    bare = replace(g36, key="bare", results=Results.from_json({**g36.results.to_json(), "cases": [
+        {k: v for k, v in c.to_json().items() if k != "gpu"} for c in g36.cases]}))
     g = compare([g36, bare])
     assert g.cell("block_ptr.p0", g36.key).correct is True and g.cell("block_ptr.p0", "bare").correct is None
     assert not g.moved
@@ -131,9 +132,11 @@ def test_an_ir_level_kept_only_as_a_raw_hash_compares_with_raw_hashes_only():
 def test_gpu_times_are_compared_by_one_method_both_records_have():
     from reprokit.compare.grid import _cell, _judge
 
-    def record(kernel: dict) -> dict:
-        return {"id": "host_descriptor.p0", "status": "ok",
-                "gpu": {"status": "ok", "bench": [{"size": {"M": 4096}, "kernel": kernel}]}}
+    def record(kernel: dict) -> CaseRecord:
+        return CaseRecord.from_json({
+            "id": "host_descriptor.p0", "family": "host_descriptor", "control": "P0", "status": "ok",
+            "verdict": "tma", "expect": "tma", "met": True, "reason": "", "artifacts": {},
+            "gpu": {"status": "ok", "bench": [{"size": {"M": 4096}, "kernel": kernel}]}})
 
     class NoIR:  # records without IR or raw samples: only their GPU facts matter here
         def normalised(self, case, level):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from reprokit.records import Results
+
 from reprokit.bundle import schemas
 from reprokit.errors import ConfigError, UsageError
 from reprokit.sweep import answers, spec as S
@@ -137,8 +139,8 @@ def test_boundaries_are_the_nearest_flips_on_each_side(tiny, config):
     for cid in recs:
         if "bk128" in cid and "num_stages4" in cid:
             recs[cid] = _rec(cid, "crash", "crashed", error=f"LLVM ERROR: x at line {len(cid)}", fpass="SomePass")
-    res = {"triton": "3.5.0", "cases": [recs[c["id"]] for c in plan["cases"]]}
-    a = answers.answer(plan, res)
+    res = {"triton": "3.5.0", "mode": "compile-only", "cases": [recs[c["id"]] for c in plan["cases"]]}
+    a = answers.answer(plan, Results.from_json(res))
     assert not schemas.problems("sweep.json", a)
     copy = a["groups"][0]
     axes = {ax["axis"]: ax for ax in copy["axes"]}
@@ -168,9 +170,13 @@ def test_a_point_kept_as_hashes_is_still_judged_from_its_counts():
 
     case = {"id": "g.x", "family": "f", "control": "sweep", "expect": "tma"}
     rec = {**case, "status": "ok", "tma": {"ptx": 2}, "ir_sha256": {"ptx": "0" * 64}, "artifacts": {},
-           "verdict": "tma", "met": True}
-    assert meaning.problems({"cases": [case]}, {"cases": [rec]}, {}) == []
+           "verdict": "tma", "met": True, "reason": ""}
+
+    def results(r):
+        return Results.from_json({"triton": "3.5.0", "mode": "compile-only", "cases": [r]})
+
+    assert meaning.problems({"cases": [case]}, results(rec), {}) == []
     forged = {**rec, "verdict": "no-tma", "met": False}
-    assert any("oracle gives 'tma'" in p for p in meaning.problems({"cases": [case]}, {"cases": [forged]}, {}))
+    assert any("oracle gives 'tma'" in p for p in meaning.problems({"cases": [case]}, results(forged), {}))
     unhashed = {**rec, "ir_sha256": {}}
-    assert any("holds no ptx IR" in p for p in meaning.problems({"cases": [case]}, {"cases": [unhashed]}, {}))
+    assert any("holds no ptx IR" in p for p in meaning.problems({"cases": [case]}, results(unhashed), {}))
