@@ -101,14 +101,6 @@ class HostEnv:
                    environ=MappingProxyType(env), root=Path(env["REPROKIT_ROOT"]) if env.get("REPROKIT_ROOT") else None,
                    tmp=Path(tmp) if tmp and os.path.isdir(tmp) else Path(tempfile.gettempdir()))
 
-    def expand_user(self, path: Path) -> Path:
-        """`~/x` under the HOME read at the edge (a `~` the shell left, quoted, in an argument)."""
-        text = str(path)
-        home = (self.environ or {}).get("HOME")
-        if home and (text == "~" or text.startswith("~/")):
-            return Path(home + text[1:])
-        return Path(os.path.expanduser(text))
-
     def child_environ(self, extra: Mapping[str, str] | None = None) -> dict:
         """The environment of a process reprokit starts: the user's, as read at the edge (this
         process's own for a HostEnv made by hand), with `extra` on top."""

@@ -31,7 +31,7 @@ def run(args) -> int:
     if report.problems:  # a signature vouches for a bundle: never for a broken one
         raise BundleInvalid(f"{args.bundle}: not a valid bundle, not signed: {report.problems[0]}",
                             [f"{args.bundle}: not signed: {p}" for p in report.problems])
-    path = sign(args.bundle, args.host.expand_user(args.key))
+    path = sign(args.bundle, args.key)
     if args.json:
         print(json.dumps({"bundle": str(args.bundle), "signature": str(path), "sha256": report.sha256,
                           "check": verify_command(args.bundle)}, indent=1))

@@ -123,7 +123,7 @@ def test_the_plan_beside_the_results_names_the_expanded_cases_and_both_validate(
         if c["id"].startswith("softmax."):
             assert c["autotune"] is None
     jsonschema.validate(plan, _schema("plan"))
-    jsonschema.validate(cap.results, _schema("results"))
+    jsonschema.validate(cap.results.to_json(), _schema("results"))
 
 
 def test_specialisation_is_what_the_jit_derives_from_the_call(release):
