@@ -13,7 +13,7 @@ merges of sweeps and fleets pass that on byte for byte.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Iterable, Literal, Mapping, get_args
 
@@ -26,6 +26,8 @@ STATUSES: tuple[str, ...] = get_args(Status)
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+# The keys every record has (results.schema.json), written even when null or empty.
+_REQUIRED = frozenset({"id", "family", "control", "status", "artifacts", "verdict", "expect", "met", "reason"})
 
 
 class RecordInvalid(ReprokitError):
@@ -129,8 +131,18 @@ class CaseRecord:
                    gpu=_frozen(doc.get("gpu"), f"{where}: gpu"), raw=MappingProxyType(dict(doc)))
 
     def to_json(self) -> dict[str, Any]:
-        """The record as the harness wrote it."""
-        return dict(self.raw)
+        """The record as the harness wrote it (one made here, not parsed: its fields)."""
+        if self.raw:
+            return dict(self.raw)
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            optional = f.name not in _REQUIRED
+            if f.name == "raw" or (optional and (value is None or (isinstance(value, Mapping) and not value))):
+                continue
+            out[f.name] = asdict(value) if isinstance(value, Launch) else (
+                dict(value) if isinstance(value, Mapping) else value)
+        return out
 
     @property
     def is_harness_error(self) -> bool:

@@ -63,7 +63,8 @@ class ResultSet:
         {contender: {...}}}]); [] where it has none (compile-only, an older capture)."""
         k = (case_id, "bench.json")
         if k not in self._norm:
-            rel = (((self.case(case_id) or {}).get("artifacts") or {}).get("bench"))
+            case = self.case(case_id)
+            rel = case.artifacts.get("bench") if case else None
             data = self._read(rel) if rel else None
             try:
                 runs = json.loads(data).get("runs") if data else None

@@ -129,8 +129,8 @@ def test_bisect_on_registers_finds_the_release_where_they_moved(tmp_path, thresh
         out = Path(bundle.out_dir)
         out.mkdir(parents=True)
         (out / f"{stack.name}.tgz").write_bytes(stack.triton.encode())
-        case = {"id": "m.p0", "status": "ok", "verdict": "tma", "metadata": {"registers": regs[stack.triton]}}
-        return [StackOutcome(stack.name, out / f"{stack.name}.tgz", {"cases": [case]}, None)]
+        case = CaseRecord("m.p0", "m", "P0", "ok", "tma", "tma", True, "", metadata={"registers": regs[stack.triton]})
+        return [StackOutcome(stack.name, out / f"{stack.name}.tgz", Results(stack.triton, "compile-only", (case,)), None)]
 
     r = bisect("m.p0", load_config().gpu("h100"), Releases(versions, (), "3.11"), load_config(), None,
                BundleOptions(out_dir=tmp_path / "out"), run=run, metric=parse_metric("regs", threshold))
