@@ -5,7 +5,7 @@
 The local side runs the harness as a host subprocess of a Python that has the stack's Triton
 (the stack's cached venv, built on first use); the docker side runs it in the stack's image
 (built before timing; BASE_IMAGE / WITH_TORCH as for `make bundle`). Both go through
-reprokit.capture.capture into fresh folders, alternating, after one untimed warm-up each, so
+reprokit.run.capture.capture into fresh folders, alternating, after one untimed warm-up each, so
 the ratio is container start/stop, mounts and logs over identical compile work.
 
 The headline ratio is of the fastest runs (timeit's rule: interference only ever adds time,
@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.config import load_config
 from reprokit.errors import ReprokitError
 from reprokit.executors.docker import DockerExecutor

@@ -2,7 +2,7 @@
 
 The harness writes results.json as plain JSON (it runs inside a stack, on the standard library
 alone). The host turns it into a `Results` of `CaseRecord`s at the two places it comes in: when
-a capture's harness finishes (reprokit.capture) and when a bundle is opened (reprokit.bundle.
+a capture's harness finishes (reprokit.run.capture) and when a bundle is opened (reprokit.bundle.
 reader). Everything after (grid, report, sweep answers, fleet collect, the meaning check) reads
 fields, so a misspelt field is an AttributeError at once rather than a silent `.get` None.
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.config import load_config
 from reprokit.errors import ExecutorError
 from reprokit.suite import build_plan

@@ -85,7 +85,7 @@ _STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "re
 def print_grid(outcomes, title: str) -> None:
     """The case-by-stack verdict table of `run` and `replay`, then one line per stack: its bundle
     or why it failed."""
-    from reprokit.runs import grid
+    from reprokit.run.stacks import grid
 
     names, rows = grid(outcomes)
     t = Table(title=title)
@@ -104,7 +104,7 @@ def print_grid(outcomes, title: str) -> None:
 def outcomes_exit_code(outcomes) -> int:
     """What `run` and `replay` exit with: 3 when a stack could not run, 4 when cases failed in the
     harness (said once per stack), else 0."""
-    from reprokit.capture import harness_error_message
+    from reprokit.run.execute import harness_error_message
     from reprokit.errors import ExecutorError, HarnessError
 
     for o in outcomes:

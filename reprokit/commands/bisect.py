@@ -16,7 +16,7 @@ from rich.progress import (
 
 from reprokit.commands._common import add_project_arg, console, say
 from reprokit.commands.argtypes import case_id, gpu_profile, metric_spec, non_negative_number, out_dir, version_range
-from reprokit.compare.bisect import bisect, list_releases, max_captures, parse_range
+from reprokit.run.bisect import bisect, list_releases, max_captures, parse_range
 from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from reprokit.bundle.reader import check
-from reprokit.bundle.writer import write_bundle
+from reprokit.run.publish import publish
 from reprokit.commands.argtypes import existing_dir, is_sha256, out_dir, sha256_or_file
 from reprokit.errors import BundleUnusable, CaptureInvalid, FileSystemError, UsageError
 from reprokit.options import BundleOptions, Origin
@@ -69,6 +69,6 @@ def run(args) -> int:
         raise CaptureInvalid(f"{plan_path}: lacks stack, profile or mode")
     origin = Origin(stack=plan["stack"], profile=plan["profile"], executor={"name": args.executor}, mode=plan["mode"])
     options = BundleOptions.from_host(args.host, args.out, share=args.share, parent=parent_sha256(args.parent))
-    path = write_bundle(args.capture, origin, options)
+    path = publish(args.capture, origin, options)
     print(path)
     return 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from reprokit.capture import capture, check_out_dir, harness_error_message
+from reprokit.run.capture import capture, check_out_dir
+from reprokit.run.execute import harness_error_message
 from reprokit.commands._common import (
     add_project_arg,
     add_run_args,

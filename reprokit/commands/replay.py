@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reprokit.capture import harness_error_message
+from reprokit.run.execute import harness_error_message
 from reprokit.commands._common import (
     EXECUTORS,
     add_gpu_args,
@@ -25,7 +25,7 @@ from reprokit.commands.argtypes import (
 )
 from reprokit.compare import timing
 from reprokit.compare.render import change_lines, grid_table
-from reprokit.compare.replay import bundle_profile, bundle_stack, replay, select_cases
+from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor

@@ -22,7 +22,7 @@ from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
-from reprokit.runs import run_stacks
+from reprokit.run.stacks import run_stacks
 from reprokit.suite import expand_cases, load_suite, select
 from reprokit.userspec.plan import project_run
 from reprokit.userspec.project import for_run

@@ -94,8 +94,8 @@ def _gpu(args, profile) -> GpuOptions:
 
 
 def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool):
-    from reprokit.bundle.writer import write_bundle
-    from reprokit.capture import capture
+    from reprokit.run.publish import publish
+    from reprokit.run.capture import capture
     from reprokit.executors.local import LocalExecutor
 
     start = ran.start
@@ -114,9 +114,9 @@ def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool
     cap = capture(stack, executor, scratch / name, options, failed_as=Path(args.out) / name)
     trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
                             trace_plan.summary(ran, argv, interpret, args.tensors))
-    bundle = write_bundle(cap.out_dir, cap.origin(), BundleOptions.from_host(args.host, args.out, share=args.share))
+    bundle = publish(cap.out_dir, cap.origin(), BundleOptions.from_host(args.host, args.out, share=args.share))
     if cap.harness_errors():
-        from reprokit.capture import harness_error_message
+        from reprokit.run.execute import harness_error_message
 
         say(f"reprokit: {harness_error_message(stack.name, cap.harness_errors())}")
     return bundle, cap.results

@@ -1,7 +1,7 @@
-"""Comparison across versions: the grid of result sets (grid.py), IR normalisation
-(normalise.py), what a column is made from (sources.py), per-case IR diffs (irdiff.py), the
-terminal table (render.py), replaying a bundle's own plan on stacks (replay.py) and bisecting
-over the releases on the package index (bisect.py).
+"""Judging results: the grid of result sets (grid.py), IR normalisation (normalise.py), what a
+column is made from (sources.py), per-case IR diffs (irdiff.py), robust time labels
+(timing.py), bisection metrics (metric.py) and the terminal table (render.py).
 
-Verbs (replay, diff, bisect, report) only parse arguments and print what these return.
+Pure judging over typed records (reprokit.records): nothing here runs a stack. The verbs that
+run stacks and then judge (replay, bisect) live with the spine, in reprokit.run.
 """

@@ -145,10 +145,10 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
               "node": socket.gethostname(), "started": utcnow(), "started_unix": time.time()}
     state.write_json(attempt, record)
     try:
-        from reprokit.compare.replay import write_kernels
+        from reprokit.run.replay import write_kernels
         from reprokit.executors import make_executor
         from reprokit.gpu import gpu_options
-        from reprokit.runs import run_stacks
+        from reprokit.run.stacks import run_stacks
 
         bundle = open_bundle(fleet.plan)
         if bundle.sha256 != fleet.plan_sha256:

@@ -49,8 +49,8 @@ def main(argv=None) -> int:
 
     try:
         with _clocks(plan, log):  # a no-op unless the user asked for --lock-clocks
-            # A resumed sweep keeps the snapshot its first run took: one sweep, one environment record.
-            resumed = plan.get("sweep") and os.path.exists(os.path.join(args.out, "env.json"))
+            # A resumed run keeps the snapshot its first run took: one run, one environment record.
+            resumed = plan.get("resumable") and os.path.exists(os.path.join(args.out, "env.json"))
             pid = None if resumed else _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
             # Kernels load by a path relative to their parent folder, so the source locations Triton
             # writes into every IR level read `kernels/<file>` on any host, container or venv.

@@ -322,7 +322,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     started, t0 = utcnow(), time.perf_counter()
     pending = []
     records = {}
-    resumable = bool(plan.get("sweep"))
+    # A resumable plan (a sweep's) streams each record to the disk and skips those already there.
+    resumable = bool(plan.get("resumable"))
     for c in plan["cases"]:
         case_dir = os.path.join(cases_root, c["id"])
         if resumable and _load_record(case_dir, records, c["id"]):
@@ -365,15 +366,14 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
             running[job.pid] = job
 
     parent = os.getppid()
-    if resumable:
-        _hold_out_dir(out_dir)
+    held = _hold_out_dir(out_dir) if resumable else None
     try:
         start_staged()
         stage_next()
         while running:
             if resumable and os.getppid() != parent:
-                # The host that started this sweep is gone: stop, so that its resume is the only run.
-                raise SystemExit("harness: the host process went away; stopping (the sweep resumes from its records)")
+                # The host that started this run is gone: stop, so that its resume is the only run.
+                raise SystemExit("harness: the host process went away; stopping (the run resumes from its records)")
             now = time.perf_counter()
             wait_s = min(job.started + job.timeout_s for job in running.values()) - now
             ready, _, _ = select.select([job.wake for job in running.values()], [], [], max(0.0, min(wait_s, 1.0)))
@@ -430,6 +430,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     }
     write_json(os.path.join(out_dir, "results.json"), results)
     write_summary(os.path.join(out_dir, "summary.tsv"), results)
+    if held is not None:
+        os.close(held)  # the folder's results are whole: a resume may start
     return results
 
 
@@ -488,20 +490,20 @@ def _load_here(kernels_dir: str, file: str) -> bool:
 
 
 RECORD = "record.json"
-_HELD = []
 
 
-def _hold_out_dir(out_dir: str) -> None:
-    """One harness per sweep folder: a resume waits until a previous run's harness has stopped."""
+def _hold_out_dir(out_dir: str) -> int:
+    """One harness per resumable folder: a resume waits until a previous run's harness has
+    stopped. The caller closes the descriptor (and so the lock) when the run ends."""
     import fcntl
 
     fd = os.open(os.path.join(out_dir, ".harness.lock"), os.O_WRONLY | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    _HELD.append(fd)
+    return fd
 
 
 def _load_record(case_dir: str, records: dict, cid: str) -> bool:
-    """A sweep resumes: a point whose record reached the disk is not run again."""
+    """A resumable run resumes: a case whose record reached the disk is not run again."""
     try:
         with open(os.path.join(case_dir, RECORD)) as f:
             records[cid] = json.load(f)

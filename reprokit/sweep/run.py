@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
-from reprokit.capture import harness_results
+from reprokit.run.execute import execute
+from reprokit.run.publish import publish
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import FileSystemError, HarnessError, OutputExists, UsageError
 from reprokit.harness import write_json
 from reprokit.executors import Executor
-from reprokit.options import BundleOptions, Origin
+from reprokit.options import BundleOptions, GpuOptions, Origin, RunOptions
 from reprokit.records import parse_results
 from reprokit.sweep import answers as answers_mod
 from reprokit.sweep.condense import RunPaths, condense, executor_facts, write_timings
@@ -132,32 +133,36 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         work.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise FileSystemError.of(work.parent, e, "cannot make the sweep's work folder") from None
-    # One scratch folder per run for the harness's and the compilers' temporary files
-    # (reprokit-cases-*, ptxas's): removed however the run ends, swept by the next after a SIGKILL.
-    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"), \
-            locks.run_scratch(executor.host.tmp, "sweep") as scratch:
+    with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
         epoch = _prepare_work(work, plan, bundle)
         total = len(plan["cases"])
         before = _count_records(work)
-        facts = executor.prepare(stack)
-        paths = _note_run_paths(work, temp_roots=executor.temp_root(scratch), homes=executor.harness_home(),
-                                caches=str(executor.host.cache))
+        noted: dict = {}
+
+        def note(scratch: Path) -> None:
+            # The folders the harness ran with, so that its condensed records mask them.
+            noted["paths"] = _note_run_paths(work, temp_roots=executor.temp_root(scratch),
+                                             homes=executor.harness_home(), caches=str(executor.host.cache))
+
         stop = threading.Event()
         watcher = None
         if progress:
             progress(before, total, "resuming" if before else "compiling")
             watcher = threading.Thread(target=_watch, args=(work, total, progress, stop), daemon=True)
             watcher.start()
+        options = RunOptions(GpuOptions(profile, opts.mode), workers=opts.workers, run_timeout_s=opts.run_timeout_s)
         try:
-            run = executor.run_harness(stack, work, workers=opts.workers, timeout_s=opts.run_timeout_s,
-                                       gpu=opts.mode == "gpu", scratch=scratch)
+            # The spine's step: its own scratch folder (reprokit-cases-*, ptxas's temporary files),
+            # removed however the run ends and swept by the next after a SIGKILL.
+            cap = execute(plan, stack, executor, work, options,
+                          failed=lambda: f"the records so far stay in {work}; run again to resume",
+                          before_run=note,
+                          scratch_name="sweep")
         finally:
             stop.set()
             if watcher:
                 watcher.join()
-        results, why = harness_results(stack, executor.name, run, work)
-        if why:
-            raise HarnessError(f"{why} (the records so far stay in {work}; run again to resume)")
+        results, facts, run, paths = cap.results, cap.prepare_facts, cap.run, noted["paths"]
         write_timings(work, results)
         if progress:
             progress(total, total, "bundling")
@@ -242,8 +247,6 @@ def _watch(work: Path, total: int, progress, stop: threading.Event) -> None:
 
 def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> tuple[Path, dict]:
     """Condense a finished work folder, answer it, and write the bundle (dated bundle.source_date_epoch)."""
-    from reprokit.bundle.writer import write_bundle
-
     plan = json.loads((Path(work) / "plan.json").read_text())
     answers = {}
 
@@ -255,5 +258,5 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> t
         cap = Path(tmp) / "capture"
         condense(work, cap, epoch=bundle.source_date_epoch, keep=keep, paths=_run_paths(work))
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
-        path = write_bundle(cap, origin, bundle)
+        path = publish(cap, origin, bundle)
     return path, answers

@@ -312,4 +312,4 @@ def build_sweep_plan(spec: SweepSpec, profile: GpuProfile, stack: dict, *, reduc
     }
     return {"format": PLAN_FORMAT, "suite": f"sweep:{spec.name}", "mode": mode, "profile": profile.to_dict(),
             "stack": stack, "problem": {}, "sass": sass != "none", "timeout_s": spec.timeout_s,
-            "cases": cases, "sweep": grid}
+            "cases": cases, "sweep": grid, "resumable": True}

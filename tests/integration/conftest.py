@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.config import defaults_root
 from tests.helpers.runs import host, opts
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.errors import HarnessError
 from reprokit.executors import RunResult
 from reprokit.executors.local import LocalExecutor
@@ -151,7 +151,7 @@ def test_a_knob_the_stack_never_reads_is_a_warning(tmp_path, repo_root, stack_re
 def test_a_run_keeps_a_failed_stacks_logs_where_its_message_says(tmp_path, config):
     from reprokit.config import Stack
     from reprokit.options import BundleOptions
-    from reprokit.runs import run_stacks
+    from reprokit.run.stacks import run_stacks
 
     out = tmp_path / "bundles"
     (outcome,) = run_stacks([Stack("local", "3.6.0")], _DyingExecutor(), opts(config.gpu("h100"), only="block_ptr.p0"),

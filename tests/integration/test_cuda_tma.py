@@ -49,7 +49,7 @@ def test_hand_written_tma_shows_utmaldg_in_sass(nvcc, captured, stack):
 
 
 def test_a_broken_source_is_the_compilers_error(nvcc, stack_ready, config, venv_executor, tmp_path):
-    from reprokit.capture import capture
+    from reprokit.run.capture import capture
     from reprokit.suite import build_plan, kernels_dir
 
     kernels = tmp_path / "kernels"

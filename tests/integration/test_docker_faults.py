@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
 from tests.helpers.runs import host, opts

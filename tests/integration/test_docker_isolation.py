@@ -11,7 +11,7 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.errors import ExecutorError, HarnessError
 from reprokit.suite import build_plan, kernels_dir
 from tests.helpers.runs import host, opts

@@ -260,7 +260,7 @@ def test_a_failed_run_keeps_its_logs_beside_the_bundles_over_nothing(ready, tmp_
     at its run timeout) is kept as <out>/<stack>-<gpu>.failed-N, beside the user's folders of those
     names, which stay as they were, and the message names where."""
     from reprokit.options import BundleOptions
-    from reprokit.runs import run_stacks
+    from reprokit.run.stacks import run_stacks
     from tests.helpers.runs import opts
 
     out = tmp_path / "out"

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.executors.local import LocalExecutor
 from reprokit.suite import build_plan, kernels_dir
 from tests.conftest import by_id

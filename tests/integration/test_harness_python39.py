@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.errors import ExecutorError
 from reprokit.executors.venv import VenvExecutor
 from tests.conftest import by_id, skip_or_fail_triton

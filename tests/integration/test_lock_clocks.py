@@ -11,7 +11,7 @@ def test_lock_clocks_that_nvml_refuses_stops_the_harness_before_anything_runs(st
                                                                               config, tmp_path):
     """No NVML in the stack (a compile-only venv) or no driver: the lock cannot be taken, and the
     run stops in one line instead of measuring at clocks the user did not ask for."""
-    from reprokit.capture import capture
+    from reprokit.run.capture import capture
     from reprokit.errors import HarnessError
     from reprokit.options import GpuOptions, RunOptions
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.executors.local import LocalExecutor
 from reprokit.options import HostEnv
 from reprokit.suite import build_plan

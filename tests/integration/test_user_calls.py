@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from reprokit.capture import capture
+from reprokit.run.capture import capture
 from reprokit.suite import build_plan
 from tests.conftest import by_id
 from tests.helpers.runs import opts

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.compare.bisect import Releases, bisect, list_releases, max_captures, parse_range, stack_for
+from reprokit.run.bisect import Releases, bisect, list_releases, max_captures, parse_range, stack_for
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions
 from reprokit.records import CaseRecord, Results
-from reprokit.runs import StackOutcome
+from reprokit.run.stacks import StackOutcome
 
 INDEX = ["3.9.0", "3.8.0", "3.7.1", "3.7.0", "3.6.0", "3.5.1", "3.5.0", "3.4.0", "3.3.1", "3.3.0", "3.2.0",
          "3.1.0", "3.0.0", "2.3.1"]

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from reprokit import locks
-from reprokit.capture import capture, keep_failed
+from reprokit.run.capture import capture, keep_failed
+from reprokit.run.publish import publish
 from reprokit.config import Stack
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
@@ -50,8 +51,6 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
                progress: Progress | None = None) -> list[StackOutcome]:
     """Capture and bundle each stack in turn (into bundle.out_dir); `progress(stack, state)` hears
     capturing, bundling, then done or failed."""
-    from reprokit.bundle.writer import write_bundle
-
     outcomes = []
     out = Path(bundle.out_dir)
     try:
@@ -73,7 +72,7 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
                     if progress:
                         progress(stack.name, "bundling")
                     try:
-                        path = write_bundle(cap.out_dir, cap.origin(), bundle)
+                        path = publish(cap.out_dir, cap.origin(), bundle)
                     except CaptureInvalid as e:
                         raise CaptureInvalid(f"{e} (the capture is kept in {keep_failed(cap.out_dir, out / name)})",
                                              e.problems) from None

@@ -16,74 +16,20 @@ ancestors, / or HOME.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
-import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
-from reprokit.config import GpuProfile, Stack
-from reprokit.errors import FileSystemError, HarnessError, OutputExists
-from reprokit.executors import Executor, RunResult
-from reprokit.gpu import reset_locked_clocks
-from reprokit.options import Origin, RunOptions
-from reprokit.proc import last_line
-from reprokit.records import Results, parse_results
-from reprokit.suite import build_plan, copy_kernels, kernels_dir
+from reprokit.config import Stack
+from reprokit.errors import FileSystemError, OutputExists
+from reprokit.executors import Executor
+from reprokit.options import RunOptions
+from reprokit.run.execute import Capture, execute, stage
+from reprokit.suite import build_plan, kernels_dir
 
 CAPTURE = "capture"  # the marker kind of a capture folder (reprokit.locks.mark)
-
-
-@dataclass(frozen=True)
-class Capture:
-    out_dir: Path
-    stack: Stack
-    profile: GpuProfile
-    executor: str
-    mode: str
-    prepare_facts: dict
-    run: RunResult
-    results: Results
-
-    def executor_facts(self) -> dict:
-        return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
-
-    def origin(self) -> Origin:
-        """What its bundle records about where it came from."""
-        return Origin(stack=self.stack.pins(), profile=self.profile.to_dict(), executor=self.executor_facts(),
-                      mode=self.mode)
-
-    def harness_errors(self) -> list[str]:
-        """Ids of the cases that failed in the harness itself: a fault of ours, not a result."""
-        return self.results.harness_errors()
-
-    def warnings(self) -> list[str]:
-        """What the user set that this stack ignores: knob-like variables its Triton never reads."""
-        env = json.loads((self.out_dir / "env.json").read_text())
-        return [f"{k['name']} is set, but {k['why'].split(';')[0]}" for k in env.get("unread_knobs") or []
-                if k.get("set")]
-
-
-def harness_error_message(where: str, ids: list[str]) -> str:
-    """What a verb says (and exits 4 on) when cases failed in the harness rather than the compiler."""
-    return (f"{where}: {len(ids)} case(s) failed in the harness, not in the compiler, so they prove nothing: "
-            f"{', '.join(ids)} (each case's compile.log has the traceback)")
-
-
-def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> tuple[Results | None, str | None]:
-    """(results, None) of a harness run that finished, parsed once here, or (None, why) when it
-    did not, or when it ran another Triton than the stack pins: a mislabelled bundle is worse than
-    none. HarnessError when results.json has not the harness's shape."""
-    results_path = work / "results.json"
-    if not run.ok or not results_path.is_file() or not (work / "env.json").is_file():
-        how = "timed out" if run.timed_out else f"exited {run.returncode}"
-        return None, f"{stack.name}: harness {how} under {executor}: {last_line(run.log_tail)}"
-    results = json.loads(results_path.read_text())
-    if stack.name != "local" and results.get("triton") != stack.triton:
-        return None, (f"{stack.name} pins triton {stack.triton}, but the harness under {executor} ran "
-                      f"triton {results.get('triton')}")
-    return parse_results(results, HarnessError, f"{stack.name} under {executor}"), None
 
 
 def check_out_dir(out_dir: Path, force: bool, home: str | None = None) -> bool:
@@ -128,14 +74,9 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
     with locks.hold(out_dir, "capture"):
         replace = check_out_dir(out_dir, options.force, home)
         locks.sweep(out_dir.parent)
-        with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work, \
-                locks.run_scratch(executor.host.tmp, "capture") as scratch:
-            try:
-                cap = _run(stack, executor, out_dir, work.path, options, scratch,
-                           Path(failed_as).absolute() if failed_as else out_dir)
-            finally:
-                # The harness resets clocks it locked; this covers a harness killed before it could.
-                reset_locked_clocks(options.gpu)
+        with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work:
+            cap = _run(stack, executor, out_dir, work.path, options,
+                       Path(failed_as).absolute() if failed_as else out_dir)
             # The marker now lists what the finished capture holds: a later --force can tell additions.
             locks.mark(work.path, CAPTURE, os.listdir(work.path))
             _put_in_place(work, out_dir, replace)
@@ -143,7 +84,7 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
 
 
 def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: RunOptions,
-         scratch: Path, failed_as: Path) -> Capture:
+         failed_as: Path) -> Capture:
     profile, mode = options.profile, options.mode
     if options.plan is None:
         plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
@@ -154,21 +95,10 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     plan.pop("gpu", None)
     if options.gpu.record():
         plan["gpu"] = options.gpu.record()
-    locks.mark(work, CAPTURE)  # first: whatever of this folder survives is known for ours
-    try:
-        (work / "logs").mkdir()
-        (work / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
-        copy_kernels(plan, Path(options.kernels or kernels_dir()), work / "kernels")
-    except OSError as e:
-        raise FileSystemError.of(work, e, "cannot write") from None
-    # Nothing ran if the stack could not be prepared or started: the temporary folder just goes.
-    facts = executor.prepare(stack)
-    run = executor.run_harness(stack, work, workers=options.workers, timeout_s=options.run_timeout_s,
-                               gpu=options.gpu.on_gpu, scratch=scratch)
-    results, why = harness_results(stack, executor.name, run, work)
-    if why:
-        raise HarnessError(f"{why} (logs in {keep_failed(work, failed_as)})")
-    return Capture(out_dir, stack, profile, executor.name, plan["mode"], facts, run, results)
+    stage(work, plan, Path(options.kernels or kernels_dir()), CAPTURE)
+    cap = execute(plan, stack, executor, work, options, failed=lambda: f"logs in {keep_failed(work, failed_as)}",
+                  scratch_name="capture")
+    return dataclasses.replace(cap, out_dir=out_dir)
 
 
 def keep_failed(work: Path, out_dir: Path) -> Path:

@@ -155,7 +155,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     changed); the other captures are packed in a scratch folder under tmp_root (default: the
     system temp folder) and dropped."""
     from reprokit import locks
-    from reprokit.runs import run_stacks
+    from reprokit.run.stacks import run_stacks
 
     run = run or run_stacks
     metric = metric or Metric("verdict")

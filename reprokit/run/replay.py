@@ -27,7 +27,7 @@ class Replay:
     parent: str                # sha256 of the replayed bundle
     bundle: str                # its root name
     grid: Grid
-    outcomes: tuple            # reprokit.runs.StackOutcome per stack
+    outcomes: tuple            # reprokit.run.stacks.StackOutcome per stack
     own_stack: bool            # replayed on the stack the bundle recorded
 
     @property
@@ -97,9 +97,9 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
            timing_options: TimingOptions = DEFAULT) -> Replay:
     """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
     `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
-    sha256 as parent, and compare. `run` is reprokit.runs.run_stacks (a parameter so benchmarks
+    sha256 as parent, and compare. `run` is reprokit.run.stacks.run_stacks (a parameter so benchmarks
     can time the parts)."""
-    from reprokit.runs import run_stacks
+    from reprokit.run.stacks import run_stacks
 
     run = run or run_stacks
     plan = select_cases(bundle.plan, cases)
