@@ -3,63 +3,19 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import os
 import signal
 import sys
 from pathlib import Path
 
-from reprokit import __version__
-from reprokit.clitree import takes_list
 from reprokit.config import use_project, use_root
-from reprokit.errors import FileSystemError, Interrupted, ReprokitError, UsageError
+from reprokit.errors import FileSystemError, Interrupted, ReprokitError
 from reprokit.options import HostEnv
+from reprokit.parser import build_parser
 from reprokit.userspec.project import PROJECT_FILE, find
 
-VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
-         "report", "wheelhouse", "fleet",
-         "sweep", "trace", "init", "check")
-
-
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad argument is a UsageError like any other: one line, or JSON under --json."""
-
-    def error(self, message: str):
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-    def parse_known_args(self, args=None, namespace=None):
-        # A value given twice to a list-valued argument (nargs '+' or '*', action 'append') is
-        # refused by name here, for every verb at once, rather than silently run twice.
-        namespace, extras = super().parse_known_args(args, namespace)
-        for action in self._actions:
-            if takes_list(action):
-                seen: set[str] = set()
-                for value in getattr(namespace, action.dest, None) or ():
-                    key = os.path.normpath(value) if isinstance(value, os.PathLike) else str(value)
-                    if key in seen:
-                        name = "/".join(action.option_strings) or action.metavar or action.dest
-                        self.error(f"argument {name}: {value} is given twice")
-                    seen.add(key)
-        return namespace, extras
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="reprokit",
-        description="Reproducibility bundles for GPU compiler investigations: does this stack emit TMA?",
-        epilog="example: reprokit capture --gpu h100 --out /tmp/cap --executor local",
-    )
-    parser.add_argument("--version", action="version", version=f"reprokit {__version__}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    sub.required = True
-    for verb in VERBS:
-        importlib.import_module(f"reprokit.commands.{verb}").add_parser(sub)
-    return parser
 
 
 def _raise_interrupted(signum, frame):

@@ -9,6 +9,8 @@ import argparse
 import inspect
 from dataclasses import dataclass
 
+from reprokit.parser import build_parser, takes_list
+
 
 @dataclass(frozen=True)
 class Option:
@@ -79,11 +81,6 @@ def _option(action: argparse.Action) -> Option:
     )
 
 
-def takes_list(action: argparse.Action) -> bool:
-    """The argument gathers a list: nargs '+' or '*', or a repeatable option ('append', 'extend')."""
-    return action.nargs in ("+", "*") or isinstance(action, (argparse._AppendAction, argparse._ExtendAction))
-
-
 def _first_paragraph(doc: str | None) -> str:
     return (inspect.cleandoc(doc).split("\n\n")[0] if doc else "").replace("\n", " ")
 
@@ -111,6 +108,4 @@ def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = (), help: str 
 
 def verbs() -> list[Verb]:
     """The reprokit command line's leaf verbs."""
-    from reprokit.cli import build_parser  # cli imports every command module; this stays a leaf
-
     return walk(build_parser())

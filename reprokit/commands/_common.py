@@ -16,6 +16,13 @@ from reprokit.commands.argtypes import (
     positive_int,
     positive_seconds,
 )
+from reprokit.errors import ExecutorError, HarnessError
+from reprokit.gpu import gpu_options, lock_clocks_value
+from reprokit.harness.oracle import LEVELS
+from reprokit.harness.rows import case_cells
+from reprokit.options import RunOptions
+from reprokit.run.execute import harness_error_message
+from reprokit.run.stacks import grid
 
 EXECUTORS = ("auto", "docker", "venv", "local")
 
@@ -51,8 +58,6 @@ def add_gpu_args(p) -> None:
 
 def gpu_from_args(args, profile, requested: str):
     """The run's GpuOptions: the host's GPU checked against the profile (see reprokit.gpu)."""
-    from reprokit.gpu import gpu_options, lock_clocks_value
-
     environ = args.host.environ or {}
     return gpu_options(profile, requested, allow_mismatch=args.allow_gpu_mismatch,
                        lock_clocks=lock_clocks_value(args.lock_clocks),
@@ -62,8 +67,6 @@ def gpu_from_args(args, profile, requested: str):
 def run_options(args, profile, **more):
     """RunOptions from the arguments add_run_args() made: the GPU options for this host (mode
     said once), workers, cases and timeout; `more` adds the verb's own (force, plan...)."""
-    from reprokit.options import RunOptions
-
     gpu = gpu_from_args(args, profile, args.mode)
     return RunOptions(gpu, workers=args.workers or os.cpu_count() or 1, only=args.cases, case_timeout_s=args.case_timeout, **more)
 
@@ -85,8 +88,6 @@ _STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "re
 def print_grid(outcomes, title: str) -> None:
     """The case-by-stack verdict table of `run` and `replay`, then one line per stack: its bundle
     or why it failed."""
-    from reprokit.run.stacks import grid
-
     names, rows = grid(outcomes)
     t = Table(title=title)
     t.add_column("case", no_wrap=True)
@@ -104,9 +105,6 @@ def print_grid(outcomes, title: str) -> None:
 def outcomes_exit_code(outcomes) -> int:
     """What `run` and `replay` exit with: 3 when a stack could not run, 4 when cases failed in the
     harness (said once per stack), else 0."""
-    from reprokit.run.execute import harness_error_message
-    from reprokit.errors import ExecutorError, HarnessError
-
     for o in outcomes:
         if o.harness_errors:
             say(f"reprokit: {harness_error_message(o.stack, list(o.harness_errors))}")
@@ -117,9 +115,6 @@ def outcomes_exit_code(outcomes) -> int:
 
 def verdict_table(cases, title: str | None = None) -> Table:
     """A table of reprokit.records.CaseRecord."""
-    from reprokit.harness.oracle import LEVELS
-    from reprokit.harness.rows import case_cells
-
     columns = ("id", "status", "verdict", "expect", "met", *LEVELS, "shared_bytes", "launch")
     style = {("met", "yes"): "[green]yes[/]", ("met", "no"): "[red]no[/]", ("launch", "no"): "[yellow]no[/]"}
     t = Table(title=title, show_lines=False)

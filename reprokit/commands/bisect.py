@@ -15,12 +15,20 @@ from rich.progress import (
 )
 
 from reprokit.commands._common import add_project_arg, console, say
-from reprokit.commands.argtypes import case_id, gpu_profile, metric_spec, non_negative_number, out_dir, version_range
-from reprokit.run.bisect import bisect, list_releases, max_captures, parse_range
+from reprokit.commands.argtypes import (
+    case_id,
+    gpu_profile,
+    metric_spec,
+    non_negative_number,
+    out_dir,
+    version_range,
+)
 from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
+from reprokit.executors import make_executor
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.run.bisect import bisect, list_releases, max_captures, parse_range
 from reprokit.suite import expand_cases, load_suite
 from reprokit.userspec.plan import checked, project_run
 from reprokit.userspec.project import for_run
@@ -53,8 +61,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from reprokit.executors import make_executor
-
     cfg = load_config()
     profile = cfg.gpu(args.gpu)
     lo, hi = parse_range(args.versions)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+from reprokit.bundle.reader import open_bundle
 from reprokit.commands._common import console, say
 from reprokit.commands.argtypes import (
     env_name,
@@ -20,7 +21,16 @@ from reprokit.commands.argtypes import (
     positive_int,
     stack_list,
 )
+from reprokit.compare.render import grid_table
+from reprokit.config import load_config
 from reprokit.errors import UsageError
+from reprokit.fleet import k8s, slurm, state, task
+from reprokit.fleet.collect import collect
+from reprokit.fleet.k8s import profile_task
+from reprokit.fleet.spec import load_fleet
+from reprokit.fleet.status import counts, status
+from reprokit.fleet.task import resubmit
+from reprokit.fleet.task import run_task as run_one
 from reprokit.options import quiet
 
 
@@ -94,11 +104,6 @@ def _split(text: str, what: str) -> list[str]:
 
 
 def run_submit(args) -> int:
-    from reprokit.bundle.reader import open_bundle
-    from reprokit.config import load_config
-    from reprokit.fleet import task
-    from reprokit.fleet.spec import load_fleet
-
     cfg = load_config()
     stacks = cfg.select_stacks("all" if args.stacks == "all" else ",".join(_split(args.stacks, "stacks")))
     profiles = [cfg.gpu(k) for k in _split(args.gpus, "gpus")]
@@ -120,9 +125,6 @@ def run_submit(args) -> int:
 
 
 def run_status(args) -> int:
-    from reprokit.fleet import state
-    from reprokit.fleet.status import counts, status
-
     statuses = status(state.load(args.dir))
     if args.json:
         print(json.dumps({"counts": counts(statuses), "tasks": [s.to_dict() for s in statuses]}, indent=1))
@@ -132,9 +134,6 @@ def run_status(args) -> int:
 
 
 def run_collect(args) -> int:
-    from reprokit.fleet import state
-    from reprokit.fleet.collect import collect
-
     fleet = state.load(args.dir)
     report = quiet if args.json else say
     done = collect(fleet, report=report)
@@ -142,8 +141,6 @@ def run_collect(args) -> int:
     if args.resubmit:
         redo = [s.index for s in done.statuses if s.state in ("failed", "missing")]
         if redo:
-            from reprokit.fleet.task import resubmit
-
             resubmit(fleet, redo, report=report)
             resubmitted = redo
     if args.json:
@@ -151,8 +148,6 @@ def run_collect(args) -> int:
     else:
         _print_statuses(done.statuses, f"fleet {args.dir}")
         if done.grid is not None:
-            from reprokit.compare.render import grid_table
-
             console().print(grid_table(done.grid, f"fleet {args.dir}: {len(done.bundles)} verified bundle(s)"))
         for p in done.problems:
             say(p)
@@ -164,8 +159,6 @@ def run_collect(args) -> int:
 
 
 def run_cancel(args) -> int:
-    from reprokit.fleet import slurm, state
-
     fleet = state.load(args.dir)
     slurm.cancel([j.job_id for j in fleet.jobs])
     say(f"cancelled job(s) {', '.join(j.job_id for j in fleet.jobs)}")
@@ -173,8 +166,6 @@ def run_cancel(args) -> int:
 
 
 def run_render(args) -> int:
-    from reprokit.fleet import k8s, state
-
     manifests = k8s.render(state.load(args.dir), args.image, args.claim)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, doc in manifests.items():
@@ -184,11 +175,6 @@ def run_render(args) -> int:
 
 
 def run_task(args) -> int:
-    from reprokit.config import load_config
-    from reprokit.fleet import state
-    from reprokit.fleet.k8s import profile_task
-    from reprokit.fleet.task import run_task as run_one
-
     index = args.index
     if args.index_from_env and index is not None:
         raise UsageError(f"fleet task: give INDEX ({index}) or --index-from-env {args.index_from_env}, not both")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reprokit.run.execute import harness_error_message
 from reprokit.commands._common import (
     EXECUTORS,
     add_gpu_args,
@@ -25,11 +24,13 @@ from reprokit.commands.argtypes import (
 )
 from reprokit.compare import timing
 from reprokit.compare.render import change_lines, grid_table
-from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
+from reprokit.compare.sources import open_verified
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
+from reprokit.run.execute import harness_error_message
+from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
 
 
 def add_parser(sub) -> None:
@@ -62,8 +63,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from reprokit.compare.sources import open_verified
-
     if args.executor == "local" and args.stacks is not None:
         raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
     topts = timing.options_from_args(args)

@@ -28,7 +28,11 @@ from reprokit.commands.argtypes import (
 )
 from reprokit.config import load_config
 from reprokit.errors import UsageError
+from reprokit.executors import make_executor
 from reprokit.options import BundleOptions
+from reprokit.sweep.merge import merge_shards
+from reprokit.sweep.run import SweepOptions, run_sweep, targets
+from reprokit.sweep.spec import load_spec, parse_shard
 
 
 def add_parser(sub) -> None:
@@ -75,9 +79,6 @@ def run(args) -> int:
         return _merge(args)
     if not args.spec:
         raise UsageError("give a sweep spec (a TOML file or one of the shipped names), or --merge BUNDLES")
-    from reprokit.executors import make_executor
-    from reprokit.sweep.run import SweepOptions, run_sweep, targets
-    from reprokit.sweep.spec import load_spec, parse_shard
 
     spec = load_spec(args.spec)
     cfg = load_config()
@@ -177,8 +178,6 @@ def print_answers(answers: list[dict], title: str) -> None:
 
 
 def _merge(args) -> int:
-    from reprokit.sweep.merge import merge_shards
-
     path, answers = merge_shards(args.merge, BundleOptions.from_host(args.host, args.out, share=args.share),
                                  args.host.tmp)
     if args.json:

@@ -15,8 +15,13 @@ from reprokit.commands import argtypes
 from reprokit.commands._common import say
 from reprokit.config import Stack, load_config
 from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
+from reprokit.executors.local import LocalExecutor
+from reprokit.gpu import gpu_options
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
 from reprokit.records import Results
+from reprokit.run.capture import capture
+from reprokit.run.execute import harness_error_message
+from reprokit.run.publish import publish
 from reprokit.trace import plan as trace_plan
 from reprokit.trace import program
 
@@ -86,18 +91,12 @@ def run(args) -> int:
 def _gpu(args, profile) -> GpuOptions:
     """The host's GPU checked against the profile as `run` does; a host without one traces under
     the interpreter (the capture is compile-only either way)."""
-    from reprokit.gpu import gpu_options
-
     environ = args.host.environ or {}
     return gpu_options(profile, "auto", allow_mismatch=args.allow_gpu_mismatch,
                        cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool):
-    from reprokit.run.publish import publish
-    from reprokit.run.capture import capture
-    from reprokit.executors.local import LocalExecutor
-
     start = ran.start
     stem = Path(argv[1]).stem if len(argv) > 1 and argv[1].endswith(".py") else Path(argv[0]).name
     stack = Stack(name=f"trace-{stem}", triton=start["triton"], torch=start.get("torch"),
@@ -116,8 +115,6 @@ def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool
                             trace_plan.summary(ran, argv, interpret, args.tensors))
     bundle = publish(cap.out_dir, cap.origin(), BundleOptions.from_host(args.host, args.out, share=args.share))
     if cap.harness_errors():
-        from reprokit.run.execute import harness_error_message
-
         say(f"reprokit: {harness_error_message(stack.name, cap.harness_errors())}")
     return bundle, cap.results
 

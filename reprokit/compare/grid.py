@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from reprokit.bundle.reader import Bundle
 from reprokit.compare import timing
 from reprokit.compare.normalise import LEVELS, ops
 from reprokit.compare.sources import ResultSet, open_result_set
@@ -373,6 +374,7 @@ def _moved(base: Cell, cell: Cell) -> tuple:
         if a is not None and b is not None and a != b:
             out.append(f)
     if base.outputs and cell.outputs:  # bit-exact, else within the dtype's tolerance (harness.callgpu)
+        # The harness's own rule, loaded only where both sides launched a call case and kept outputs.
         from reprokit.harness.callgpu import compare_outputs
 
         if any(v in ("differs", "missing") for v in compare_outputs(dict(base.outputs), dict(cell.outputs)).values()):
@@ -474,8 +476,6 @@ def as_result_set(item, role: str = "bundle") -> ResultSet:
         return item
     if isinstance(item, (str, Path)):
         return open_result_set(Path(item), role=role)
-    from reprokit.bundle.reader import Bundle
-
     if isinstance(item, Bundle):
         return ResultSet.from_bundle(item, role=role)
     raise TypeError(f"cannot compare a {type(item).__name__}")

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from reprokit.compare.normalise import LEVELS
+from reprokit.compare.normalise import LEVELS, ops
 from reprokit.errors import UsageError
 
 KINDS = ("verdict", "regs", "smem", "spills", "tma", "op")
@@ -64,7 +64,6 @@ class Metric:
             return None if all(p is None for p in parts) else sum(p or 0 for p in parts)
         if self.kind == "tma":
             return (record.get("tma") or {}).get(self.level)
-        from reprokit.compare.normalise import ops
 
         text = read_ir(self.level) if read_ir else None
         return None if text is None else ops(self.level, text).get(self.op, 0)

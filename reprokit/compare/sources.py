@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from reprokit.bundle.reader import open_bundle
 from reprokit.compare.normalise import LEVELS, normalise
-from reprokit.errors import FileSystemError, UsageError
+from reprokit.errors import BundleInvalid, BundleUnusable, FileSystemError, UsageError
 from reprokit.records import CaseRecord, Results, parse_results
 
 
@@ -164,9 +165,6 @@ def open_result_set(path: Path, *, role: str = "bundle", key: str | None = None,
 def open_verified(path: Path):
     """open_bundle(), where a bundle that fails verification is input this comparison cannot use
     (BundleUnusable, exit 2: exit 1 means "they differ" here), said in one line."""
-    from reprokit.bundle.reader import open_bundle
-    from reprokit.errors import BundleInvalid, BundleUnusable
-
     try:
         return open_bundle(Path(path))
     except BundleInvalid as e:

@@ -30,6 +30,8 @@ import random
 import statistics
 from dataclasses import dataclass
 
+from reprokit.errors import UsageError
+
 SAME, FASTER, SLOWER, AMBIGUOUS = "SAME", "FASTER", "SLOWER", "AMBIGUOUS"
 MOVED = (FASTER, SLOWER)
 
@@ -84,8 +86,6 @@ def add_arguments(parser) -> None:
 
 def options_from_args(args) -> TimingOptions:
     """TimingOptions from add_arguments' options; UsageError for values that mean nothing."""
-    from reprokit.errors import UsageError
-
     t, m, c = args.time_threshold, args.time_min_us, args.time_confidence
     if not 0 <= t < 1:
         raise UsageError(f"--time-threshold must be a fraction in [0, 1), got {t:g}")

@@ -29,7 +29,7 @@ from docker.types import DeviceRequest, Mount
 from reprokit import locks
 from reprokit.config import PACKAGE_DIR, Stack, defaults_root
 from reprokit.errors import ExecutorError
-from reprokit.executors import Executor, RunResult, harness_argv, sass_cache
+from reprokit.executors.base import Executor, RunResult, harness_argv, sass_cache
 from reprokit.options import HostEnv, Report, quiet
 from reprokit.proc import tail
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from reprokit import proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
-from reprokit.executors import Executor, RunResult, harness_argv, harness_env
+from reprokit.executors.base import Executor, RunResult, harness_argv, harness_env
 from reprokit.options import HostEnv
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from reprokit import locks, proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError, FileSystemError, OutputExists
-from reprokit.executors import Executor, RunResult
+from reprokit.executors.base import Executor, RunResult
 from reprokit.executors.local import run_python_harness
 from reprokit.options import HostEnv, Report, quiet
 

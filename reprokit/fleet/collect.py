@@ -17,6 +17,7 @@ from reprokit.errors import BundleInvalid, BundleUnusable
 from reprokit.fleet import state
 from reprokit.fleet.status import TaskStatus, status
 from reprokit.options import Report, quiet
+from reprokit.report import render, write
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,6 @@ def merge_shards(parts: list[ResultSet]) -> ResultSet:
 
 
 def _write_report(path: Path, bundles: list[Path]) -> None:
-    from reprokit.report import render, write
-
     write(render(bundles, "md", mixed_profiles=True), path)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from reprokit.errors import UsageError
 from reprokit.fleet import state
 from reprokit.fleet.spec import FleetSpec
 
@@ -71,8 +72,6 @@ def render(fleet: state.Fleet, image: str, claim: str) -> dict:
 
 def profile_task(fleet: state.Fleet, profile: str, i: int) -> int:
     """The fleet task index of the i-th task of `profile` (Kubernetes' completion index)."""
-    from reprokit.errors import UsageError
-
     tasks = [t.index for t in fleet.tasks if t.profile["key"] == profile]
     if not 0 <= i < len(tasks):
         raise UsageError(f"the fleet has {len(tasks)} task(s) of profile {profile!r}; no index {i}")

@@ -20,9 +20,13 @@ from reprokit import locks
 from reprokit.bundle.reader import open_bundle
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ReprokitError, UsageError
+from reprokit.executors import make_executor
 from reprokit.fleet import slurm, state
 from reprokit.fleet.spec import FleetSpec
+from reprokit.gpu import gpu_options
 from reprokit.options import BundleOptions, HostEnv, Report, RunOptions, quiet
+from reprokit.run.replay import write_kernels
+from reprokit.run.stacks import run_stacks
 
 # Array task N runs the fleet's task N. Before Python starts, the shell notes Slurm's raw job id
 # for this attempt, so a task that dies at once (a wrong interpreter, a broken install) can still
@@ -145,11 +149,6 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
               "node": socket.gethostname(), "started": utcnow(), "started_unix": time.time()}
     state.write_json(attempt, record)
     try:
-        from reprokit.run.replay import write_kernels
-        from reprokit.executors import make_executor
-        from reprokit.gpu import gpu_options
-        from reprokit.run.stacks import run_stacks
-
         bundle = open_bundle(fleet.plan)
         if bundle.sha256 != fleet.plan_sha256:
             raise UsageError(f"{fleet.plan}: its sha256 is not the one the fleet froze ({fleet.plan_sha256[:12]})")

@@ -41,10 +41,12 @@ def main(argv=None) -> int:
         print(line, file=log_file, flush=True)
         print(line, file=sys.stderr, flush=True)
 
+    # the harness's parts load once its arguments are read (the runner imports Triton).
     from reprokit.harness import runner
 
     log(f"harness: {len(plan['cases'])} cases for {plan['profile']['key']} ({plan['profile']['arch']}), "
         f"{args.workers} worker(s), mode {plan.get('mode', 'compile-only')}")
+    # the harness's parts load once its arguments are read (the runner imports Triton).
     from reprokit.harness import nvml
 
     try:
@@ -87,6 +89,7 @@ def _clocks(plan: dict, log):
     if plan.get("mode") != "gpu" or not gpu.get("lock_clocks"):
         yield None
         return
+    # the harness's parts load once its arguments are read (the runner imports Triton).
     from reprokit.harness import nvml
 
     index = (gpu.get("host") or {}).get("index", 0)
@@ -105,12 +108,14 @@ def _fork_snapshot(out: str, gpu: bool) -> int:
     if pid == 0:
         code = 1
         try:
+            # the harness's parts load once its arguments are read (the runner imports Triton).
             from reprokit.harness.runner import die_with_parent
 
             die_with_parent(parent)
             os.nice(10)  # it only has to finish before the last case: let the compiles go first
             fd = os.open(os.path.join(out, "logs", "envsnap.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 2)
+            # the harness's parts load once its arguments are read (the runner imports Triton).
             from reprokit.harness import envsnap
 
             write_json(os.path.join(out, "env.json"), envsnap.snapshot(gpu=gpu))

@@ -102,6 +102,7 @@ class _KernelFolders(importlib.abc.MetaPathFinder):
 
 def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
     """Load the user's kernel file and derive the call's specialisation through the release's JIT."""
+    # loaded where a call case compiles, in its own process (triton_case imports Triton).
     from reprokit.harness.toolbox import load_kernel, one_line
 
     setup(plan, kernels_dir)
@@ -134,6 +135,7 @@ def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
 
 def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> dict:
     """Compile the JIT's own ASTSource with the JIT's own options, through the suite's path."""
+    # loaded where a call case compiles, in its own process (triton_case imports Triton).
     from reprokit.harness import triton_case
 
     if prepared.derived is None:
@@ -143,6 +145,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     rec["call"] = d.spec
     expect = case.get("expect") or ""
     if expect.startswith("sass:") and "sass" in rec["artifacts"]:  # the oracle judges from the count
+        # loaded where a call case compiles, in its own process (triton_case imports Triton).
         from reprokit.harness.oracle import sass_op_count
 
         with open(os.path.join(case_dir, rec["artifacts"]["sass"]), errors="replace") as f:
@@ -230,6 +233,7 @@ def _autotune_facts(plan: dict, kernels_dir: str, kernels: list) -> dict:
             fd = os.open(os.devnull, os.O_WRONLY)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
+            # loaded where a call case compiles, in its own process (triton_case imports Triton).
             from reprokit.harness.toolbox import load_kernel
 
             setup(plan, kernels_dir)

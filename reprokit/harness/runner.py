@@ -564,6 +564,7 @@ def write_summary(path: str, results: dict) -> None:
 
 
 def _harness_version() -> str:
+    # the package's version string only: reprokit/__init__.py defines nothing else.
     from reprokit import __version__
 
     return __version__

@@ -296,6 +296,7 @@ class Driver:
         return False
 
     def get_current_target(self):
+        # compat imports Triton: loaded only where a stand-in needs the release's target.
         from reprokit.harness import compat
 
         return compat.gpu_target(int(self.profile["capability"]))

@@ -9,7 +9,11 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from reprokit import locks
 from reprokit.errors import FileSystemError, OutputExists, UsageError
+from reprokit.report import html, markdown
+from reprokit.report.model import build
+from reprokit.report.plots import matplotlib_pyplot
 
 FORMATS = ("md", "html")
 
@@ -21,17 +25,11 @@ def render(paths: Sequence[Path], fmt: str, *, mixed_profiles: bool = False, tim
     if fmt not in FORMATS:
         raise UsageError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt == "html":
-        from reprokit.report.plots import matplotlib_pyplot
-
         matplotlib_pyplot()   # a host without the html extra hears so before any bundle is read
-    from reprokit.report.model import build
 
     report = build(paths, mixed_profiles=mixed_profiles, timing_options=timing_options, newest=newest)
     if fmt == "md":
-        from reprokit.report import markdown
-
         return markdown.render(report)
-    from reprokit.report import html
 
     return html.render(report)
 
@@ -55,7 +53,6 @@ def check_out(out: Path, inputs: Sequence[Path]) -> Path:
 
 # How a report says it is one (the first bytes of each format), so that --out replaces only a
 # report reprokit wrote, never a user's file of that name.
-GENERATOR = "reprokit report"
 _SIGNS = (b"<!-- Made by `reprokit report`", b'<meta name="generator" content="reprokit report">')
 
 
@@ -71,8 +68,6 @@ def is_report(path: Path) -> bool:
 def write(text: str, out: Path) -> None:
     """Write aside in out's folder and rename into place: a reader never sees half a report, and
     a failure leaves nothing behind."""
-    from reprokit import locks
-
     data = text.encode("utf-8")
     with locks.temp(out.parent, out.name, "partial", is_dir=False) as t:
         try:

@@ -9,9 +9,12 @@ import base64
 from html import escape
 
 from reprokit.compare.normalise import LEVELS
-from reprokit.report import GENERATOR
 from reprokit.report.markdown import env_lines
 from reprokit.report.model import Report, tma_text
+from reprokit.report.plots import plots
+
+# The generator meta that marks a report reprokit wrote (reprokit.report.is_report looks for it).
+GENERATOR = "reprokit report"
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1280px;
@@ -137,8 +140,6 @@ def _finding(r: Report, fnd) -> list[str]:
 
 
 def render(r: Report) -> str:
-    from reprokit.report.plots import plots
-
     labels = [f.label for f in r.facts]
     limits = {(b.manifest.get("profile") or {}).get("smem_per_block") for b in r.bundles} - {None}
     figs = plots(r.grid, labels, min(limits) if len(limits) == 1 else None)

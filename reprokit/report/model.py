@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Sequence
 
 from reprokit.compare.grid import Cell, Grid, compare
+from reprokit.compare.normalise import LEVELS
 from reprokit.compare.sources import ResultSet
+from reprokit.compare.timing import DEFAULT
+from reprokit.harness import minimal, reproducer
+from reprokit.records import CaseRecord
 from reprokit.report.excerpts import Excerpt, case_excerpts
 from reprokit.report.findings import ApiChange, Finding, api_changes, findings
 from reprokit.report.inputs import Facts, open_inputs
-from reprokit.records import CaseRecord
 
 
 @dataclass(frozen=True)
@@ -130,8 +133,6 @@ def standalone(bundle, case_id: str) -> Standalone | None:
     """The case's standalone reproducer (a Python file that needs only Triton): the one the bundle
     carries, else made from the bundle's own plan and kernel sources (older bundles); None when
     the case has none (a CUDA C++ case, a kernel file that is not plain Python)."""
-    from reprokit.harness import minimal, reproducer
-
     rec = bundle.records.case(case_id)
     arts = rec.artifacts if rec else {}
     rel, small = arts.get(reproducer.ARTIFACT), arts.get(minimal.ARTIFACT)
@@ -158,8 +159,6 @@ def standalone(bundle, case_id: str) -> Standalone | None:
 
 def build(paths: Sequence[Path], *, mixed_profiles: bool = False, timing_options=None,
           newest: Path | None = None) -> Report:
-    from reprokit.compare.timing import DEFAULT
-
     inp = open_inputs(list(paths) + ([newest] if newest else []), mixed_profiles=mixed_profiles)
     bundles, fs = list(inp.bundles), list(inp.facts)
     sets = [ResultSet.from_bundle(b, label=f.label) for b, f in zip(bundles, fs)]
@@ -175,8 +174,6 @@ def build(paths: Sequence[Path], *, mixed_profiles: bool = False, timing_options
 
 def tma_text(cell: Cell) -> str:
     """TMA ops per level as the terminal grid shows them: 'ttir/ttgir/llir/ptx/sass'."""
-    from reprokit.compare.normalise import LEVELS
-
     tma = dict(cell.tma)
     return "/".join(str(tma.get(lv, "-")) for lv in LEVELS) if tma else ""
 

@@ -22,11 +22,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from reprokit import proc
+from reprokit import locks, proc
+from reprokit.bundle.reader import open_bundle
+from reprokit.bundle.writer import publish
 from reprokit.compare.metric import Metric
+from reprokit.compare.sources import ResultSet
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.options import BundleOptions, GpuOptions, HostEnv, RunOptions
+from reprokit.run.stacks import run_stacks
 
 PYPI_JSON = "https://pypi.org/pypi/triton/json"
 _FINAL = re.compile(r"^\d+(?:\.\d+)*$")
@@ -154,9 +158,6 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     and verdict) differs from the first release's, beyond the metric's threshold. Writes the two boundary bundles under bundle.out_dir (one when nothing
     changed); the other captures are packed in a scratch folder under tmp_root (default: the
     system temp folder) and dropped."""
-    from reprokit import locks
-    from reprokit.run.stacks import run_stacks
-
     run = run or run_stacks
     metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
@@ -216,9 +217,6 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
 
 def _ir_reader(path, case: str):
     """read_ir(level) over one captured bundle: the case's normalised IR at that level."""
-    from reprokit.bundle.reader import open_bundle
-    from reprokit.compare.sources import ResultSet
-
     rs = ResultSet.from_bundle(open_bundle(Path(path)))
     return lambda level: rs.normalised(case, level)
 
@@ -229,9 +227,6 @@ def _outcome_error(outcome) -> ReprokitError:
 
 def _keep(seen: dict, versions: list, out: Path) -> tuple:
     """Copy the boundary bundles into `out`, each written aside and renamed into place."""
-    from reprokit import locks
-    from reprokit.bundle.writer import publish
-
     out.mkdir(parents=True, exist_ok=True)
     kept = []
     for v in versions:

@@ -20,6 +20,7 @@ from reprokit.compare.timing import DEFAULT, TimingOptions
 from reprokit.config import GpuProfile, Stack, stack_fields
 from reprokit.errors import ExecutorError, HarnessError, UsageError
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.run.stacks import run_stacks
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,6 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
     `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
     sha256 as parent, and compare. `run` is reprokit.run.stacks.run_stacks (a parameter so benchmarks
     can time the parts)."""
-    from reprokit.run.stacks import run_stacks
-
     run = run or run_stacks
     plan = select_cases(bundle.plan, cases)
     own = stacks is None

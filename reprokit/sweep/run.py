@@ -20,18 +20,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
-from reprokit.run.execute import execute
-from reprokit.run.publish import publish
 from reprokit.config import Config, GpuProfile, Stack
-from reprokit.errors import FileSystemError, HarnessError, OutputExists, UsageError
-from reprokit.harness import write_json
+from reprokit.errors import (
+    FileSystemError,
+    HarnessError,
+    OutputBusy,
+    OutputExists,
+    ReprokitError,
+    UsageError,
+)
 from reprokit.executors import Executor
+from reprokit.harness import write_json
 from reprokit.options import BundleOptions, GpuOptions, Origin, RunOptions
 from reprokit.records import parse_results
+from reprokit.run.execute import execute
+from reprokit.run.publish import publish
+from reprokit.suite import copy_kernels, kernels_dir
 from reprokit.sweep import answers as answers_mod
 from reprokit.sweep.condense import RunPaths, condense, executor_facts, write_timings
 from reprokit.sweep.spec import SweepSpec, build_sweep_plan
-from reprokit.suite import copy_kernels, kernels_dir
 
 STATE = "sweep-state.json"
 WORK = "sweep-work"  # the marker kind of a work folder (reprokit.locks.mark)
@@ -107,8 +114,6 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOp
               progress=None) -> list[SweepOutcome]:
     """Every target of the spec; one stack's failure is recorded and the others go on.
     progress(key, done, total, state) is called as points finish."""
-    from reprokit.errors import OutputBusy, ReprokitError
-
     outcomes = []
     for profile, stack in targets(spec, cfg, opts):
         key = f"{stack.name}/{profile.key}"

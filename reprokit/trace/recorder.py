@@ -60,6 +60,7 @@ def install() -> None:
     if interpret:
         from triton.runtime import interpreter
 
+        # inside the traced program: loaded once its Triton is, and only what the hook needs.
         from reprokit.trace import standin
 
         if "run" in vars(interpreter.InterpretedFunction):  # 3.1+: a method, as on JITFunction
@@ -170,7 +171,9 @@ def _kernel(launcher) -> dict:
     known = _STATE["kernels"].get(id(fn))
     if known is not None:
         return known
+    # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.harness import call
+    # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.trace import extract
 
     kw = dict(getattr(launcher, "kwargs", None) or {})  # the interpreter keeps the decorator's arguments here
@@ -207,6 +210,7 @@ def _see(launcher, args: tuple, kwargs: dict, grid):
         if entry is not None:
             entry["launches"] += 1
             return None
+    # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.harness import call as derivation
 
     k = _kernel(launcher)
@@ -282,6 +286,7 @@ def _plain(v):
 
 def describe(value):
     """One argument as the call contract writes it (tensors by metadata, never by data)."""
+    # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.harness.call import to_json
 
     if hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "stride"):
@@ -378,6 +383,7 @@ def _wrap_autotuner(cls) -> None:
         # unless the program gave the autotuner a timer of its own (do_bench=, 3.4+), which runs.
         own = self.__dict__.get("_do_bench") is not None
         if _STATE["interpret"] and not own:
+            # inside the traced program: loaded once its Triton is, and only what the hook needs.
             from reprokit.trace.standin import OrdinalBench
 
             # cached_property (3.4+) and the plain attribute (3.0-3.3) both read the instance's dict first.

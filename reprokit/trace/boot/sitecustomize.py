@@ -22,6 +22,7 @@ class _AfterTriton(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             run(module)
+            # inside the user's program at start-up: the recorder loads only when tracing is on.
             from reprokit.trace import recorder
 
             recorder.install()
