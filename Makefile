@@ -31,11 +31,12 @@ RK := $(VENV)/bin/reprokit
 export REPROKIT_BASE_IMAGE := $(BASE_IMAGE)
 export REPROKIT_WITH_TORCH := $(WITH_TORCH)
 
-.PHONY: bundle replay verify show images test test-unit test-gpu bench-capture bench-stacks bench-trace help
+.PHONY: bundle replay verify show images lint test test-unit test-gpu bench-capture bench-stacks bench-trace help
 
 help:
 	@echo "make bundle GPU=h100 [STACKS=a,b] [EXECUTOR=auto|docker|venv|local] [BASE_IMAGE=...] [WITH_TORCH=0]"
 	@echo "make replay BUNDLE=bundles/x.tgz [REPLAY_STACKS=a,b] | make verify BUNDLE=... | make show BUNDLE=..."
+	@echo "make lint: ruff and mypy on reprokit/ (pyproject.toml; docs/lint.md)"
 	@echo "make images [STACKS=...] [EXECUTOR=docker|venv] | make test | make test-gpu | make bench-capture | bench-bundle | bench-stacks | bench-replay | bench-trace"
 
 # The host CLI in its own venv: light (no triton, no torch); stacks bring their own compilers.
@@ -64,6 +65,14 @@ show: $(VENV)/.installed
 	$(RK) show $(BUNDLE)
 
 # -rs: every skip is listed with its reason (CI sets REPROKIT_REQUIRE_* so that none may hide).
+# Static gates (docs/lint.md): ruff's chosen rules, then mypy (strict on records and the spine).
+# The versions are pinned so that a new release's rules do not fail an unchanged tree.
+LINT_TOOLS := ruff==0.17.6 mypy==2.4.1
+lint: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check $(LINT_TOOLS)
+	$(VENV)/bin/python -m ruff check reprokit
+	$(VENV)/bin/python -m mypy
+
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -rs tests
 

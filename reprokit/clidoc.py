@@ -102,7 +102,7 @@ def render_verb(verb: clitree.Verb) -> str:
     parts += ["```text", usage(verb), "```", ""]
     if verb.description:
         parts += [_cell(verb.description), ""]
-    rows = [o for o in verb.options]
+    rows = list(verb.options)
     if rows:
         parts += ["| argument | value | default | what it does |", "|---|---|---|---|"]
         parts += [f"| {_flags(o)} | {_cell(_value(o))} | {_default(o)} | {_cell(o.help)} |" for o in rows]

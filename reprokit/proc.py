@@ -19,9 +19,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from reprokit.errors import FileSystemError
-from typing import Callable
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from reprokit.config import GpuProfile, load_toml, defaults_root
+from reprokit.config import GpuProfile, defaults_root, load_toml
 from reprokit.errors import ConfigError, UsageError
 
 PLAN_FORMAT = 1

@@ -27,11 +27,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from reprokit.bundle import meaning, schemas
-from reprokit.records import RecordInvalid, Results
 from reprokit import locks
-from reprokit.errors import (BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists,
-                             UsageError)
+from reprokit.bundle import meaning, schemas
+from reprokit.errors import BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists, UsageError
+from reprokit.records import RecordInvalid, Results
 
 FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..newest
 DOCS = ("plan.json", "results.json", "env.json")

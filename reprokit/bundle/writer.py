@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reprokit import __version__
+from reprokit import __version__, locks
 from reprokit.bundle import meaning, readme, schemas
-from reprokit.records import parse_results
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
-from reprokit import locks
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
+from reprokit.records import parse_results
 
 FORMAT = 1
 DOCS = ("plan.json", "results.json", "env.json")
@@ -221,7 +220,7 @@ def _image_digest(stack: dict, executor: dict) -> str | None:
     return image_id if isinstance(image_id, str) and image_id.startswith("sha256:") else None
 
 
-def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions = BundleOptions()) -> Path:
+def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | None = None) -> Path:
     """Pack `capture_dir` into options.out_dir/<stack>-<gpu>-<UTC time>-<short hash>.tgz; return its path.
 
     origin.stack: the stack's name and pins (image_digest too, where known); origin.profile: the
@@ -229,6 +228,7 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions = Bun
     origin.mode: compile-only | gpu. options: share, parent, bundle time (see BundleOptions).
     Raises CaptureInvalid (a file or document is wrong) or UsageError (bad arguments).
     """
+    options = options if options is not None else BundleOptions()
     capture_dir, out_dir = Path(capture_dir), Path(options.out_dir)
     mode, share, parent = origin.mode, options.share, options.parent
     if mode not in ("compile-only", "gpu"):

@@ -23,11 +23,11 @@ from pathlib import Path
 # Imported here, not when a type is first called: cli.build_parser() imports every verb, and
 # the verbs these, so parsing costs nothing more.
 from reprokit.bundle.reader import parse_size
-from reprokit.run.bisect import parse_range
 from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import FileSystemError, UsageError
 from reprokit.gpu import lock_clocks_value
+from reprokit.run.bisect import parse_range
 from reprokit.sweep.spec import parse_shard, resolve
 
 Bad = argparse.ArgumentTypeError

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from reprokit.bundle.reader import check
-from reprokit.run.publish import publish
 from reprokit.commands.argtypes import existing_dir, is_sha256, out_dir, sha256_or_file
 from reprokit.errors import BundleUnusable, CaptureInvalid, FileSystemError, UsageError
 from reprokit.options import BundleOptions, Origin
+from reprokit.run.publish import publish
 
 # Where a capture can have run, for the manifest; `unknown` when the caller does not say.
 BUNDLE_EXECUTORS = ("docker", "venv", "local", "unknown")

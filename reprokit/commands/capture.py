@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-from reprokit.run.capture import capture, check_out_dir
-from reprokit.run.execute import harness_error_message
 from reprokit.commands._common import (
     add_project_arg,
     add_run_args,
@@ -19,6 +17,8 @@ from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
+from reprokit.run.capture import capture, check_out_dir
+from reprokit.run.execute import harness_error_message
 from reprokit.userspec.plan import project_run
 from reprokit.userspec.project import for_run
 

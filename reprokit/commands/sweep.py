@@ -83,7 +83,10 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     cfg = load_config()
     # Names checked at the door (argtypes); 'all' is every stack the spec names, as no --stacks is.
-    split = (lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s and s != "all" else ())
+
+    def split(s):
+        return tuple(x.strip() for x in s.split(",") if x.strip()) if s and s != "all" else ()
+
     opts = SweepOptions(work=args.work, workers=args.workers, gpus=split(args.gpus), stacks=split(args.stacks),
                         reduced=args.reduced, shard=parse_shard(args.shard), sass=args.sass)
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)

@@ -61,7 +61,7 @@ class Executor(ABC):
         gets the host's environment; None where the executor does not know it."""
         return self.host.child_environ().get("HOME")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default for executors that hold nothing, not an abstract step
         """Give back what the executor holds (nothing, unless it talks to an engine)."""
 
     def __enter__(self):

@@ -91,7 +91,7 @@ def _died(fleet: state.Fleet, job_id: str, index: int, rec: dict) -> str:
 
 
 def counts(statuses: list[TaskStatus]) -> dict:
-    out = {s: 0 for s in STATES}
+    out = dict.fromkeys(STATES, 0)
     for st in statuses:
         out[st.state] += 1
     return out

@@ -120,7 +120,7 @@ def _fork_snapshot(out: str, gpu: bool) -> int:
 
             write_json(os.path.join(out, "env.json"), envsnap.snapshot(gpu=gpu))
             code = 0
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the snapshot's process reports any failure and exits, never unwinds
             import traceback
 
             traceback.print_exc()

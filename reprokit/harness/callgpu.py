@@ -121,8 +121,10 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     """The record's `gpu` for a declared call (see the module docstring)."""
     # the GPU parts (torch, NVML) load only in a case's process that launches.
     from reprokit.harness import bench, nvml
+
     # the GPU parts (torch, NVML) load only in a case's process that launches.
     from reprokit.harness import launch as suite_launch
+
     # the GPU parts (torch, NVML) load only in a case's process that launches.
     from reprokit.harness.toolbox import cubin_digest, load_kernel
 

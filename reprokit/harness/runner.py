@@ -24,7 +24,8 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, callcase, case as case_mod, compat, oracle, reproducer, rows, write_json
+from reprokit.harness import FORMAT, callcase, compat, oracle, reproducer, rows, write_json
+from reprokit.harness import case as case_mod
 from reprokit.harness.toolbox import load_module
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
@@ -113,7 +114,7 @@ def _spawn(job: Job, plan: dict, kernels_dir: str) -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os.close(wake_w)  # done: the runner need not wait for this process's teardown
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked case never unwinds into the runner's code
             import traceback
 
             traceback.print_exc()

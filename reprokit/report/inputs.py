@@ -5,7 +5,6 @@ from its env.json, manifest and per-case ptxas records."""
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence

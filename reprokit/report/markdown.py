@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from reprokit.compare.normalise import LEVELS
 from reprokit.compare.grid import moved_summary
+from reprokit.compare.normalise import LEVELS
 from reprokit.report.findings import by_template
 from reprokit.report.model import Report, tma_text
 

@@ -87,7 +87,10 @@ def list_releases(lo: str, hi: str, python: str, *, pip_versions=_pip_versions,
     except (OSError, urllib.error.URLError, ValueError) as e:
         everything = list(usable)
         note = f"releases without a wheel for Python {pyver} are not listed ({url}: {e})"
-    inside = lambda v: bool(_FINAL.match(v)) and vkey(lo) <= vkey(v) <= vkey(hi)
+
+    def inside(v: str) -> bool:
+        return bool(_FINAL.match(v)) and vkey(lo) <= vkey(v) <= vkey(hi)
+
     ok = sorted({v for v in usable if inside(v)}, key=vkey)
     skipped = sorted({v for v in everything if inside(v)} - set(ok), key=vkey)
     if not ok:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from reprokit import locks
 from reprokit.config import GpuProfile, Stack
@@ -37,11 +37,11 @@ class Capture:
     profile: GpuProfile
     executor: str
     mode: str
-    prepare_facts: dict
+    prepare_facts: dict[str, Any]
     run: RunResult
     results: Results
 
-    def executor_facts(self) -> dict:
+    def executor_facts(self) -> dict[str, Any]:
         return {"name": self.executor, **self.prepare_facts, **self.run.runtime}
 
     def origin(self) -> Origin:
@@ -81,7 +81,7 @@ def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> 
     return parse_results(results, HarnessError, f"{stack.name} under {executor}"), None
 
 
-def stage(workdir: Path, plan: Mapping, kernels: Path, kind: str) -> None:
+def stage(workdir: Path, plan: Mapping[str, Any], kernels: Path, kind: str) -> None:
     """A fresh work folder ready for the harness: reprokit's marker of `kind` first (whatever of
     the folder survives is known for ours), then logs/, plan.json and the plan's kernel files."""
     workdir = Path(workdir)
@@ -94,7 +94,7 @@ def stage(workdir: Path, plan: Mapping, kernels: Path, kind: str) -> None:
         raise FileSystemError.of(workdir, e, "cannot write") from None
 
 
-def execute(plan: Mapping, stack: Stack, executor: Executor, workdir: Path, options: RunOptions, *,
+def execute(plan: Mapping[str, Any], stack: Stack, executor: Executor, workdir: Path, options: RunOptions, *,
             failed: Callable[[], str] | None = None,
             before_run: Callable[[Path], None] | None = None, scratch_name: str = "run") -> Capture:
     """Run the harness over `workdir` (plan.json and kernels/ already there) in `stack`, and read

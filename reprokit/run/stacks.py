@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 from reprokit import locks
-from reprokit.run.capture import capture, keep_failed
-from reprokit.run.publish import publish
 from reprokit.config import Stack
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, RunOptions
 from reprokit.records import Results
+from reprokit.run.capture import capture, keep_failed
+from reprokit.run.publish import publish
 
 # The lock a run holds on its bundle folder (as `<out>/.run.lock`).
 RUN_LOCK = "run"
@@ -39,8 +39,8 @@ class StackOutcome:
     bundle: Path | None
     results: Results | None
     error: str | None
-    warnings: tuple = ()
-    harness_errors: tuple = ()  # cases that failed in the harness: the bundle holds them, the run exits 4
+    warnings: tuple[str, ...] = ()
+    harness_errors: tuple[str, ...] = ()  # cases that failed in the harness: the bundle holds them, the run exits 4
 
     @property
     def ok(self) -> bool:
@@ -98,13 +98,14 @@ def _options_for(options: RunOptions, stack: Stack) -> RunOptions:
 def grid(outcomes: list[StackOutcome]) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """(stack names, [(case id, one cell per stack)]): verdict, with the status when it says more."""
     stacks = [o.stack for o in outcomes]
-    order, cells = [], {}
+    order: list[str] = []
+    cells: dict[str, dict[str, str]] = {}
     for o in outcomes:
         for c in o.results.cases if o.results else ():
             if c.id not in cells:
                 order.append(c.id)
                 cells[c.id] = {}
-            text = c.verdict
+            text: str = c.verdict
             if c.fits is False:
                 text += " (no launch)"
             cells[c.id][o.stack] = text

@@ -154,7 +154,7 @@ def _group(g: dict, where: str) -> Group:
             raise ConfigError(f"{where}: group {name!r} axis {axis!r} has no base value")
         axes.append((axis, tuple(values)))
     div = g.get("divisible_by_16", [])
-    div = {a: None for a in div} if isinstance(div, list) else dict(div)
+    div = dict.fromkeys(div) if isinstance(div, list) else dict(div)
     reduced = dict(g.get("reduced", {}))
     for axis in reduced:
         if axis not in dict(axes):

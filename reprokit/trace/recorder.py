@@ -173,6 +173,7 @@ def _kernel(launcher) -> dict:
         return known
     # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.harness import call
+
     # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.trace import extract
 
