@@ -123,7 +123,10 @@ def merge(per_process: list) -> list:
     specialisations numbered anew in that order, one that several processes launched kept once
     (same kernel file, same specialisation), and each process's later records following its
     own numbers."""
-    merged, known, n, calls = [], {}, 0, {}
+    merged: list = []
+    known: dict = {}
+    calls: dict = {}
+    n = 0
     for proc, records in enumerate(per_process):
         local = {}
 

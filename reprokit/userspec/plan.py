@@ -16,7 +16,7 @@ from pathlib import Path
 from reprokit import locks
 from reprokit.config import GpuProfile
 from reprokit.errors import FileSystemError, ProjectInvalid
-from reprokit.options import RunOptions, quiet
+from reprokit.options import Report, RunOptions, quiet
 from reprokit.suite import PLAN_FORMAT, select
 from reprokit.userspec.check import Findings, examine
 from reprokit.userspec.project import Project
