@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import errno
 import math
 import os
 import re
@@ -109,7 +110,17 @@ def _writable_ancestor(p: Path, text: str, what: str) -> None:
     if not q.is_dir():
         raise Bad(f"{text}: {q} is a file, so no {what} can be made there")
     if not os.access(q, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
-        raise FileSystemError(f"{text}: cannot write in {q}: permission denied")
+        raise FileSystemError(f"{text}: cannot write in {q}: {_why_unwritable(q)}")
+
+
+def _why_unwritable(q: Path) -> str:
+    """The OS's own words for a folder this process may not write: a read-only mount says so."""
+    try:
+        if os.statvfs(q).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    except OSError:
+        pass
+    return os.strerror(errno.EACCES)
 
 
 @_os_trouble

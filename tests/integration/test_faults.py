@@ -218,7 +218,8 @@ def test_a_read_only_folder_is_one_line_before_anything_runs(ready, tmp_path, tm
     ro = mounts("ro", "ro,size=1m")
     t0 = time.monotonic()
     rc, _, err = Watched(_capture(ro / "cap"), env=env).wait()
-    assert rc == 5 and _lines(err) == [f"reprokit: {ro}: cannot write capture here: Read-only file system"]
+    # refused at the door (the --out argument), in the OS's own words for a read-only mount
+    assert rc == 5 and _lines(err) == [f"reprokit: {ro}/cap: cannot write in {ro}: Read-only file system"]
     assert time.monotonic() - t0 < 20 and half_done(tmp) == []
     cap = make_capture(tmp_path / "synthetic")
     for args in (["bundle", cap, "--out", ro], ["run", "--gpu", "h100", "--executor", "venv", "--stacks", STACK,
