@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reprokit import locks, proc
 from reprokit.config import PACKAGE_DIR, load_toml
-from reprokit.errors import ExecutorError, FileSystemError, UsageError
+from reprokit.errors import ExecutorError, FileSystemError, OutputExists, UsageError
 
 PIP_TIMEOUT_S = 1800
 # What pip needs to install reprokit's own wheel and its test extra with --no-index.
@@ -87,6 +87,10 @@ def make(opts: WheelhouseOptions, echo=None, tmp: Path | None = None) -> list[Pa
     root = checkout()
     if opts.out.exists() and not opts.out.is_dir():
         raise UsageError(f"{opts.out} exists and is not a folder")
+    # extras.txt is rewritten only in a folder an earlier wheelhouse marked as its own.
+    if (opts.out / EXTRAS_FILE).exists() and not locks.marked(opts.out, "wheelhouse"):
+        raise OutputExists(f"{opts.out / EXTRAS_FILE}: exists and is not a wheelhouse's; it was left as it is "
+                           "(choose another --out)")
     opts.out.mkdir(parents=True, exist_ok=True)
     with locks.scratch(tmp or opts.out, "wheel-src") as scratch:
         src = scratch / "src"
@@ -108,4 +112,5 @@ def make(opts: WheelhouseOptions, echo=None, tmp: Path | None = None) -> list[Pa
     # The Makefile installs the extras this names (WHEELHOUSE=...), so it never asks the folder
     # for a wheel it was not made with.
     (opts.out / EXTRAS_FILE).write_text(",".join(opts.extras) + "\n")
+    locks.mark(opts.out, "wheelhouse")
     return sorted(opts.out.glob("*.whl"))

@@ -166,11 +166,20 @@ def run_cancel(args) -> int:
 
 
 def run_render(args) -> int:
+    from reprokit import locks
+    from reprokit.errors import OutputExists
+
     manifests = k8s.render(state.load(args.dir), args.image, args.claim)
+    # A manifest is rewritten only in a folder an earlier render marked as its own.
+    taken = sorted(n for n in manifests if (args.out / n).exists())
+    if taken and not locks.marked(args.out, "k8s-render"):
+        raise OutputExists(f"{args.out}: holds {', '.join(taken)}, which fleet render did not write; "
+                           "they were left as they are (choose another --out)")
     args.out.mkdir(parents=True, exist_ok=True)
     for name, doc in manifests.items():
         state.write_json(args.out / name, doc)
         say(f"{args.out / name}")
+    locks.mark(args.out, "k8s-render")
     return 0
 
 

@@ -163,3 +163,32 @@ def test_fleet_submit_without_slurm_leaves_nothing(tmp_path, repo_root):
 def test_fleet_status_of_a_folder_that_is_no_fleet(tmp_path):
     p = _cli("fleet", "status", str(tmp_path), "--json")
     assert p.returncode == 2 and "not a fleet folder" in json.loads(p.stdout)["error"]
+
+
+def test_render_rewrites_only_its_own_manifests(tmp_path):
+    from reprokit.cli import main
+
+    fleet = _fleet(tmp_path / "f")
+    (tmp_path / "f").mkdir()
+    state.save(fleet)
+    out = tmp_path / "k8s"
+    out.mkdir()
+    mine = out / "job-h100.json"
+    mine.write_text("my own job, by hand\n")
+    argv = ["fleet", "render", str(tmp_path / "f"), "--k8s", "--image", "r/x:1", "--claim", "pvc", "--out", str(out)]
+    assert main(argv) == 2
+    assert mine.read_text() == "my own job, by hand\n" and sorted(p.name for p in out.iterdir()) == ["job-h100.json"]
+    mine.unlink()
+    assert main(argv) == 0 and main(argv) == 0     # its own manifests, rendered again
+    assert sorted(p.name for p in out.iterdir()) == [".reprokit-output.json", "job-gb10.json", "job-h100.json"]
+
+
+def test_wheelhouse_leaves_a_users_extras_txt(tmp_path, capsys):
+    from reprokit.cli import main
+
+    out = tmp_path / "wheels"
+    out.mkdir()
+    (out / "extras.txt").write_text("my notes on extras\n")
+    assert main(["wheelhouse", "--out", str(out)]) == 2
+    assert "extras.txt: exists and is not a wheelhouse's" in capsys.readouterr().err
+    assert (out / "extras.txt").read_text() == "my notes on extras\n" and [p.name for p in out.iterdir()] == ["extras.txt"]
