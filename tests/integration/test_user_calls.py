@@ -271,10 +271,10 @@ def test_a_plan_written_on_one_release_replays_on_another_without_expanding_agai
         st = stack_ready(other)
         again = capture(st, venv_executor, tmp_path / other,
                         opts(config.gpu("h100"), workers=2, plan={**plan, "stack": st.pins()}, kernels=KERNELS))
-        assert [c["id"] for c in again.results["cases"]] == [c["id"] for c in plan["cases"]]
+        assert [c["id"] for c in again.results.to_json()["cases"]] == [c["id"] for c in plan["cases"]]
         assert json.loads((again.out_dir / "plan.json").read_text())["cases"] == plan["cases"]
         assert by_id(again)["matmul.persistent.cfg2"]["call"]["autotune"]["config"] == 2
-        assert not [c["id"] for c in again.results["cases"] if c["status"] == "harness_error"]
+        assert not [c["id"] for c in again.results.to_json()["cases"] if c["status"] == "harness_error"]
 
 
 def test_a_capture_of_declared_calls_packs_into_a_bundle_that_verifies_and_reports(release, tmp_path):
