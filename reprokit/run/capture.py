@@ -93,6 +93,8 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     # On a GPU, the plan says which GPU was checked, what differed and was allowed, and the
     # clocks asked for (the harness locks them); a replayed plan gets this host's record.
     plan.pop("gpu", None)
+    # A capture's work folder is fresh every time: a replayed sweep's plan runs here as one pass.
+    plan.pop("resumable", None)
     if options.gpu.record():
         plan["gpu"] = options.gpu.record()
     stage(work, plan, Path(options.kernels or kernels_dir()), CAPTURE)
