@@ -14,8 +14,8 @@ around names removed, so that verbs read them as they always did.
 from __future__ import annotations
 
 import argparse
-import functools
 import errno
+import functools
 import math
 import os
 import re

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+from reprokit import locks
 from reprokit.bundle.reader import open_bundle
 from reprokit.commands._common import console, say
 from reprokit.commands.argtypes import (
@@ -23,7 +24,7 @@ from reprokit.commands.argtypes import (
 )
 from reprokit.compare.render import grid_table
 from reprokit.config import load_config
-from reprokit.errors import UsageError
+from reprokit.errors import OutputExists, UsageError
 from reprokit.fleet import k8s, slurm, state, task
 from reprokit.fleet.collect import collect
 from reprokit.fleet.k8s import profile_task
@@ -166,9 +167,6 @@ def run_cancel(args) -> int:
 
 
 def run_render(args) -> int:
-    from reprokit import locks
-    from reprokit.errors import OutputExists
-
     manifests = k8s.render(state.load(args.dir), args.image, args.claim)
     # A manifest is rewritten only in a folder an earlier render marked as its own.
     taken = sorted(n for n in manifests if (args.out / n).exists())
