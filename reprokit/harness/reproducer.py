@@ -28,7 +28,7 @@ import os
 import pprint
 import re
 
-from reprokit.harness import minimal, oracle, reprolaunch, toolbox
+from reprokit.harness import callcase, minimal, oracle, reprolaunch, toolbox
 from reprokit.harness.reprolaunch import inline as _inline
 
 FILE_NAME = "reproducer.py"
@@ -73,6 +73,8 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     """
     if case.get("language", "triton") != "triton":
         raise ValueError(f"case {case['id']} is a {case['language']} case, not a Triton kernel")
+    if case.get("kind") == "call":
+        case = _call_view(case, result)
     version = triton_version or (plan.get("stack") or {}).get("triton")
     steps = []
     gate_id = case.get("gated_by")
@@ -95,6 +97,7 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
                    "reject": _rejections(c)} for c in steps],
         "recorded": recorded,
     }
+    launch = reprolaunch.launch_spec(case, plan, result)
     header = _HEADER.format(
         id=case["id"], description=(case.get("description") or "").replace('"""', "'''"),
         triton=version or "(unknown)", gpu=profile["key"], arch=profile.get("arch", f"sm_{profile['capability']}"),
@@ -105,8 +108,24 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     body = _BODY.replace("@SPEC@", _spec_literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
         .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
         .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources) \
-        .replace("@LAUNCH@", "_LAUNCH = " + _literal(reprolaunch.launch_spec(case, plan)) + "\n\n\n" + reprolaunch.script())
+        .replace("@LAUNCH@", "_LAUNCH = " + reprolaunch.literal(launch) + "\n\n\n" + reprolaunch.script())
     return header + kernel_source.rstrip("\n") + "\n\n\n" + body
+
+
+def _call_view(case: dict, result: dict | None) -> dict:
+    """A declared call (kind "call") as a suite case: the signature, constexprs, divisibility and
+    options its record's `call` holds, as the release's JIT derived them (3.0-3.2's arguments
+    equal to 1 among the constexprs). ValueError without that record."""
+    spec = (result or {}).get("call")
+    if not spec:
+        raise ValueError(f"case {case['id']}: a declared call's reproducer is made from its record's "
+                         "specialisation (`call`), and there is none")
+    opts = spec.get("options") or {}
+    file, function = callcase.kernel_ref(case)
+    return {**case, "kernel": {"file": file, "function": function}, "signature": dict(spec["signature"]),
+            "constexprs": dict(spec["constexprs"]), "divisible_by_16": list(spec.get("divisibility") or []),
+            "num_warps": opts.get("num_warps") or case.get("num_warps") or 4,
+            "num_stages": opts.get("num_stages") or case.get("num_stages") or 3}
 
 
 def _rejections(case: dict):
@@ -130,9 +149,8 @@ class Reproducers:
 
     def __init__(self, plan: dict, read, form: str | None = None, triton_version: str | None = None):
         self.plan, self.read, self.form, self.version = plan, read, form, triton_version
-        # Declared calls (kind "call") are compiled from the JIT's own derivation: no script here.
-        self.cases = {c["id"]: c for c in plan["cases"]
-                      if c.get("language", "triton") == "triton" and c.get("kind") != "call"}
+        # Declared calls (kind "call") get one when their record holds the JIT's derivation.
+        self.cases = {c["id"]: c for c in plan["cases"] if c.get("language", "triton") == "triton"}
         self.sources: dict = {}
 
     @classmethod
@@ -146,9 +164,9 @@ class Reproducers:
     def text(self, case_id: str, rec: dict | None = None) -> str | None:
         """The reproducer of case `case_id`, judged against its record `rec` when it has one."""
         case = self.cases.get(case_id)
-        if case is None:
-            return None
-        name = case["kernel"]["file"]
+        if case is None or (case.get("kind") == "call" and not (rec or {}).get("call")):
+            return None  # a call refused or unsupported before the JIT derived it: nothing to compile
+        name = callcase.kernel_ref(case)[0] if case.get("kind") == "call" else case["kernel"]["file"]
         if name not in self.sources:
             self.sources[name] = self.read(name)
         return reproducer_source(case, self.plan, self.sources[name], result=rec, form=self.form,
@@ -156,9 +174,10 @@ class Reproducers:
 
     def minimal(self, case_id: str) -> str | None:
         """The case's minimal script (minimal.py): its kernel and compile only, in the form of
-        the release that made the record."""
+        the release that made the record; None for a declared call (its specialisation is the
+        JIT's: the full reproducer carries it)."""
         case = self.cases.get(case_id)
-        if case is None:
+        if case is None or case.get("kind") == "call":
             return None
         name = case["kernel"]["file"]
         if name not in self.sources:
@@ -184,6 +203,8 @@ def write_all(plan: dict, kernels_dir: str, out_dir: str, results: list, form: s
         os.makedirs(os.path.join(out_dir, "cases", rec["id"]), exist_ok=True)
         for artifact, file_name, body in ((ARTIFACT, FILE_NAME, text),
                                           (minimal.ARTIFACT, minimal.FILE_NAME, scripts.minimal(rec["id"]))):
+            if body is None:
+                continue
             rel = f"cases/{rec['id']}/{file_name}"
             with open(os.path.join(out_dir, rel), "w") as f:
                 f.write(body)
@@ -321,7 +342,15 @@ def _make_source(fn, signature, constexprs, divisible_by_16):
     AttrsDescriptor.from_hints, 3.3+ name-keyed with "constexpr" entries and path-keyed attrs."""
     import inspect
     from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
 
+    while not isinstance(fn, JITFunction) and hasattr(fn, "fn"):  # a declared call's @autotune, @heuristics
+        fn = fn.fn
+    if any(isinstance(v, dict) for v in constexprs.values()):  # a declared call's tl dtype, as its record writes it
+        import triton.language as tl
+
+        constexprs = {a: getattr(tl, v["dtype"]) if isinstance(v, dict) and "dtype" in v else v
+                      for a, v in constexprs.items()}
     names = list(fn.arg_names)
     if "constexprs" in inspect.signature(ASTSource.__init__).parameters:
         sig = {a: ("constexpr" if a in constexprs else signature[a]) for a in names}
@@ -572,30 +601,6 @@ def main(argv):
     if "launch" in doc and doc["launch"]["status"] not in ("ok", "not_launched"):
         return 1
     return 0 if reproduced is not False else 1
-
-
-def _launch_options(argv):
-    """None without --launch; else (seed, size), or why the launch cannot be made (exit 2)."""
-    if "--launch" not in argv:
-        return None
-    if "none" in _LAUNCH:
-        return "--launch: this case cannot be launched by the script: " + _LAUNCH["none"]
-    seed, size = 0, dict(_LAUNCH["size"])
-    try:
-        if "--seed" in argv:
-            seed = int(argv[argv.index("--seed") + 1])
-        if "--size" in argv:
-            size = _parse_size(argv[argv.index("--size") + 1], _LAUNCH["recipe"]["kind"])
-    except (IndexError, ValueError) as e:
-        return "--launch: %s" % (e if isinstance(e, ValueError) and "--size" in str(e) else "--seed takes an integer, --size MxN[xK]")
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return "--launch needs torch (pip install torch), beside triton"
-    device, why = _launch_device()
-    if device is None:
-        return "--launch: " + why
-    return seed, size
 
 
 if __name__ == "__main__":

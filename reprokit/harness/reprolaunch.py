@@ -16,14 +16,15 @@ import functools
 import inspect
 import pprint
 
-from reprokit.harness import launch, stats
+from reprokit.harness import call, callgpu, launch, stats
 
 
-def inline(*objects, modules: tuple = ()) -> str:
+def inline(*objects, modules: tuple = (), rename: dict | None = None) -> str:
     """The harness's own functions and classes as script text: function annotations dropped (the
     script runs on Python 3.9 without `from __future__`), class-level ones replaced by `object`
-    (a dataclass keeps its fields), and `mod.name` written `name` for each of `modules` (its
-    functions are inlined beside)."""
+    (a dataclass keeps its fields), `mod.name` written `name` for each module of `modules` that
+    defines `name` (its functions are inlined beside; `call.get` on a dict named `call` stays),
+    and names in `rename` renamed (two modules' `Bound`)."""
     out = []
     for obj in objects:
         tree = ast.parse(inspect.getsource(obj))
@@ -36,19 +37,29 @@ def inline(*objects, modules: tuple = ()) -> str:
                 for item in node.body:
                     if isinstance(item, ast.AnnAssign):
                         item.annotation = ast.Name("object", ast.Load())
-        tree = _Unqualify(set(modules)).visit(tree)
+        tree = _Unqualify({m.__name__.rsplit(".", 1)[-1]: m for m in modules}, rename or {}).visit(tree)
         out.append(ast.unparse(ast.fix_missing_locations(tree)))
     return "\n\n\n".join(out)
 
 
 class _Unqualify(ast.NodeTransformer):
-    def __init__(self, modules: set):
-        self.modules = modules
+    def __init__(self, modules: dict, rename: dict):
+        self.modules, self.rename = modules, rename
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
-        if isinstance(node.value, ast.Name) and node.value.id in self.modules:
-            return ast.copy_location(ast.Name(node.attr, node.ctx), node)
+        v = node.value
+        if isinstance(v, ast.Name) and v.id in self.modules and hasattr(self.modules[v.id], node.attr):
+            return ast.copy_location(ast.Name(self.rename.get(node.attr, node.attr), node.ctx), node)
+        return node
+
+    def visit_Name(self, node):
+        node.id = self.rename.get(node.id, node.id)
+        return node
+
+    def visit_ClassDef(self, node):
+        self.generic_visit(node)
+        node.name = self.rename.get(node.name, node.name)
         return node
 
 
@@ -63,12 +74,23 @@ def _constants(module, *names: str) -> str:
     return "\n".join(out)
 
 
-def launch_spec(case: dict, plan: dict) -> dict:
+def literal(spec: dict) -> str:
+    """The launch spec as a Python literal in its own order: a call's arguments are filled from
+    one seeded generator in the order the call gives them, so they must not be sorted."""
+    return pprint.pformat(spec, width=120, sort_dicts=False)
+
+
+def launch_spec(case: dict, plan: dict, result: dict | None = None) -> dict:
     """What the script's `--launch` needs: {"recipe", "case", "size"} for a suite kernel with a
-    launch recipe, else {"none": why it cannot be launched}."""
+    launch recipe; {"call", "function", "recorded"} for a declared call (`recorded`: the seed,
+    device and output fingerprints of the record's GPU run, when it has them); else {"none":
+    why it cannot be launched}."""
     if case.get("kind") == "call":
-        return {"none": "a declared call is launched by reprokit's GPU run (reprokit run --mode gpu), "
-                        "not by this script"}
+        gpu = (result or {}).get("gpu") or {}
+        recorded = ({"seed": gpu["seed"], "device": gpu.get("device"), "outputs": gpu["outputs"]}
+                    if gpu.get("outputs") and "seed" in gpu else None)
+        return {"call": {"call": case["call"], "autotune": case.get("autotune")},
+                "function": case["kernel"]["function"], "recorded": recorded}
     recipe, why = launch.recipe_for(case)
     if recipe is None:
         return {"none": why}
@@ -88,7 +110,14 @@ def script() -> str:
         inline(stats.tolerance, stats.within, stats.classify_launch_error),
         f"POISON = float('nan')\nDETERMINISM_RUNS = {_SCRIPT_RUNS}",
         inline(launch._cdiv, launch.Recipe, launch.Bound, launch._set_allocator, launch.experimental_descriptor,
-               launch.output_digest, launch.check, launch.determinism, modules=("stats",)),
+               launch.output_digest, launch.check, launch.determinism, modules=(stats,)),
+        ("# A declared call: reprokit.harness.call's binding, callgpu's seeded inputs and fingerprints.\n"
+         "SEED = 0\nmake_tensor = None  # the harness's stand-in tensors: the script makes real ones"),
+        inline(call.CallError, call.Unsupported, call.Refused, call._is_autotuner, call._is_heuristics, call.layers,
+               call.jit_function, call.fixes_config, call.value_of, call._host_descriptor, call._apply_heuristics,
+               call.Bound, call.bind, call.kernel_name, modules=(call, stats), rename={"Bound": "CallBound"}),
+        inline(callgpu.make_tensor_factory, callgpu._contiguous, callgpu._random, callgpu._tensors, callgpu.digest,
+               callgpu.summary, callgpu.launch_and_check, callgpu.compare_outputs, modules=(call, stats)),
     ])
     return _HEAD + shared + "\n\n\n" + _CODE
 
@@ -118,6 +147,32 @@ def _parse_size(text, kind):
     return dict(zip(names, dims))
 
 
+def _launch_options(argv):
+    """None without --launch; else (seed, size: the suite's M, N, K), or why the launch cannot be made (exit 2)."""
+    if "--launch" not in argv:
+        return None
+    if "none" in _LAUNCH:
+        return "--launch: this case cannot be launched by the script: " + _LAUNCH["none"]
+    if "--size" in argv and "call" in _LAUNCH:
+        return "--launch: --size is for the suite's copies and GEMMs; a declared call keeps its recorded shapes"
+    seed, size = 0, dict(_LAUNCH.get("size") or {})
+    try:
+        if "--seed" in argv:
+            seed = int(argv[argv.index("--seed") + 1])
+        if "--size" in argv:
+            size = _parse_size(argv[argv.index("--size") + 1], _LAUNCH["recipe"]["kind"])
+    except (IndexError, ValueError) as e:
+        return "--launch: %s" % (e if isinstance(e, ValueError) and "--size" in str(e) else "--seed takes an integer, --size MxN[xK]")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return "--launch needs torch (pip install torch), beside triton"
+    device, why = _launch_device()
+    if device is None:
+        return "--launch: " + why
+    return seed, size
+
+
 def _launch_device():
     """("cuda" or "cpu", None), or (None, why there is nothing to launch on)."""
     import torch
@@ -142,6 +197,8 @@ def _launch(seed, size):
     device, why = _launch_device()
     if device is None:
         return {"status": "not_launched", "reason": why}
+    if "call" in spec:
+        return _launch_call(seed, device)
     recipe = Recipe(**spec["recipe"])
     fn = globals()[spec["case"]["kernel"]["function"]]
     if device == "cuda":
@@ -167,10 +224,63 @@ def _launch(seed, size):
     return out
 
 
+def _launch_call(seed, device):
+    """A declared call: its arguments made from the seed at the recorded shapes, dtypes, strides
+    and alignment, launched through the release's JIT (decorators applied as Triton applies
+    them), relaunched from the same inputs for determinism; the outputs (the tensors the launch
+    changed) compared with the record's GPU run when it ran with this seed (bit-exact by sha256,
+    else within the dtype's tolerance), else held to determinism alone."""
+    import torch
+    import traceback
+
+    spec = _LAUNCH
+    fn = globals()[spec["function"]]
+    if device == "cuda":
+        torch.cuda.init()
+    out = {"status": "ok", "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu (TRITON_INTERPRET=1)",
+           "seed": seed}
+    try:
+        _, _, rec = launch_and_check(torch, fn, spec["call"], device, seed, DETERMINISM_RUNS)
+    except Exception as e:  # the runtime's (or the kernel's own hook's) refusal of this launch is the result
+        traceback.print_exc()
+        out.update(classify_launch_error(type(e).__name__, str(e)))
+        return out
+    out.update(rec)
+    recorded = spec["recorded"]
+    if recorded is not None and recorded["seed"] == seed:
+        out["against"] = "the recorded GPU run (%s, seed %d)" % (recorded["device"], recorded["seed"])
+        out["compared"] = compare_outputs(out["outputs"], recorded["outputs"])
+    else:
+        out["against"] = "determinism only (%s)" % ("no GPU run recorded" if recorded is None
+                                                     else "the GPU run used seed %d" % recorded["seed"])
+    if not out["outputs"]:
+        out["status"] = "no_output"
+    elif any(v not in ("exact", "close") for v in (out.get("compared") or {}).values()):
+        out["status"] = "wrong"
+    elif not out["determinism"]["deterministic"]:
+        out["status"] = "nondeterministic"
+    return out
+
+
 def _launch_lines(res):
     """The launch's outcome in a few lines of text."""
     if res["status"] == "not_launched":
         return ["launch: not launched (%s)" % res["reason"]]
+    if "size" not in res:  # a declared call
+        lines = ["launch: %s on %s, seed %d, checked against %s" % (res["status"], res["device"], res["seed"],
+                                                                   res.get("against", "nothing"))]
+        if "error" in res:
+            return lines + ["  " + res["error"]]
+        for name, o in sorted(res["outputs"].items()):
+            how = (res.get("compared") or {}).get(name)
+            lines.append("  %s: %s %s, sha256 %s, sum %g, %d NaN%s" % (
+                name, o["dtype"], "x".join(map(str, o["shape"])), o["sha256"][:16], o["sum"], o["nan"],
+                "" if how is None else "; %s" % ("bit-exact" if how == "exact" else
+                                                 "within the %s tolerance" % o["dtype"] if how == "close" else "DIFFERS")))
+        for name in sorted(set(res.get("compared") or {}) - set(res["outputs"])):
+            lines.append("  %s: the recorded run changed it, this launch did not (DIFFERS)" % name)
+        d = res["determinism"]
+        return lines + ["  determinism: %d launches, %d distinct outputs" % (d["runs"], d["distinct"])]
     size = "x".join(str(res["size"][k]) for k in ("M", "N", "K") if k in res["size"])
     head = "launch: %s on %s, %s, seed %d" % (res["status"], res["device"], size, res["seed"])
     if "correctness" not in res:

@@ -212,3 +212,22 @@ def test_launch_shares_the_gpu_runs_code_and_says_what_it_cannot_launch(plan):
     assert "negative control" in _assigned(_make(plan, "host_descriptor.p1"), "_LAUNCH")["none"]
     # the script still compiles on Python 3.9's grammar
     ast.parse(text, feature_version=(3, 9))
+
+
+def test_a_declared_calls_reproducer_carries_its_jit_specialisation_and_its_gpu_outputs():
+    import json
+
+    data = Path(__file__).resolve().parent / "data" / "h100-calls"
+    plan = json.loads((data / "plan.json").read_text())
+    records = json.loads((data / "results.json").read_text())["cases"]
+    made = Reproducers.from_dir(plan, str(Path(__file__).resolve().parents[1] / "data" / "usercases"))
+    for rec in records:
+        text = made.text(rec["id"], rec)
+        spec = _assigned(text, "_LAUNCH")
+        assert spec["recorded"]["outputs"] == rec["gpu"]["outputs"] and spec["recorded"]["seed"] == 0
+        assert spec["function"] == next(c for c in plan["cases"] if c["id"] == rec["id"])["function"]
+        assert list(spec["call"]["call"]["args"]) == list(next(c for c in plan["cases"] if c["id"] == rec["id"])["call"]["args"])
+        step = _assigned(text, "_SPEC")["steps"][0]
+        assert step["num_warps"] == rec["call"]["options"]["num_warps"]
+        assert made.minimal(rec["id"]) is None  # the JIT's specialisation is no literal compile
+        assert made.text(rec["id"], {k: v for k, v in rec.items() if k != "call"}) is None
