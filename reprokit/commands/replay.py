@@ -31,6 +31,7 @@ from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
 from reprokit.run.execute import harness_error_message
 from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
+from reprokit.trace.plan import SUITE as TRACE_SUITE
 
 
 def add_parser(sub) -> None:
@@ -62,6 +63,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def replay_mode(plan: dict) -> str:
+    """The mode a replay asks for: a compile-only bundle replays compile-only, anything else
+    "auto" (launched on a GPU host). A trace's plan is compile-only, since its capture only
+    compiles, but its cases are launches the program made: on a GPU a replay launches them."""
+    return "compile-only" if plan.get("mode") == "compile-only" and plan.get("suite") != TRACE_SUITE else "auto"
+
+
 def run(args) -> int:
     if args.executor == "local" and args.stacks is not None:
         raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
@@ -75,7 +83,7 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = None
-    gpu = gpu_from_args(args, profile, "compile-only" if bundle.plan.get("mode") == "compile-only" else "auto")
+    gpu = gpu_from_args(args, profile, replay_mode(bundle.plan))
     names = [s.name for s in stacks] if stacks else [bundle_stack(bundle.manifest).name]
     with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say,
                        stacks=stacks or [bundle_stack(bundle.manifest)]) as executor, \

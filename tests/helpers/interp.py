@@ -18,11 +18,13 @@ def interp_stack(triton: str = "3.6.0") -> Stack:
 
 
 class InterpreterVenv(VenvExecutor):
-    """The venv executor with numpy beside triton and torch."""
+    """The venv executor with numpy beside triton and torch. numpy < 2.4: from 2.4 numpy refuses
+    `int()` of a one-element array, which Triton's interpreter does for every loop bound that is
+    not a constexpr (`range(k_tiles)`), so persistent kernels and K loops fail there."""
 
     def spec(self, stack: Stack) -> dict:
         spec = super().spec(stack)
-        return {**spec, "requirements": [*spec["requirements"], "numpy"]}
+        return {**spec, "requirements": [*spec["requirements"], "numpy<2.4"]}
 
 
 def interpreter_python(host: HostEnv, triton: str = "3.6.0") -> Path:
