@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reprokit.config import load_config
-from reprokit.gpu import detect
-from reprokit.options import HostEnv
-from reprokit.trace import program
+from reprokit.config import load_config  # noqa: E402
+from reprokit.gpu import detect  # noqa: E402
+from reprokit.options import HostEnv  # noqa: E402
+from reprokit.trace import program  # noqa: E402
 
 TARGET = 1.2
 PROGRAM = ROOT / "benchmarks" / "trace_program.py"

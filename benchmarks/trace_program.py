@@ -73,7 +73,7 @@ def matmul(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
 
 
 def main(rounds: int) -> None:
-    for r in range(rounds):
+    for _ in range(rounds):
         for n in (1024, 1000):
             x = torch.rand(n, device=DEVICE)
             out = torch.empty_like(x)

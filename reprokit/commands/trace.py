@@ -102,9 +102,7 @@ def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool
     stack = Stack(name=f"trace-{stem}", triton=start["triton"], torch=start.get("torch"),
                   python=start.get("python_version") or platform.python_version())
     plan = trace_plan.build(ran, profile, stack.pins())
-    kernels = scratch / "records" / "kernels"
-    (kernels / "suite.toml").write_text("# A traced program's kernels: plan.json holds its cases.\n"
-                                        '[suite]\nname = "trace"\n')
+    kernels = scratch / "records" / "kernels"  # the extracted kernel files, the plan's whole kernel folder
     executor = LocalExecutor(python=start["python"], host=args.host)
     options = RunOptions(replace(gpu, mode="compile-only"), workers=args.workers, plan=plan, kernels=kernels)
     # Captured inside the trace's own temporary folder (as `run` does): a user's <out>/<stack>-<gpu>
