@@ -11,6 +11,7 @@ autotuner keeps the first config it tried (recorder.py says which config that wa
 from __future__ import annotations
 
 import importlib
+import time
 
 from reprokit.harness import standin as harness_standin
 
@@ -28,6 +29,39 @@ class OrdinalBench:
         return [t, t, t] if quantiles else t
 
 
+class _CpuEvent:
+    """torch.cuda.Event's timing, on the CPU clock: what triton.testing.do_bench records."""
+
+    def __init__(self, enable_timing: bool = False, **_):
+        self.t = None
+
+    def record(self, stream=None) -> None:
+        self.t = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: "_CpuEvent") -> float:
+        return (end.t - self.t) * 1e3
+
+
+class _CpuDeviceInterface:
+    """The device interface a program gets from the stand-in: torch.cpu (synchronize and the
+    rest do nothing, as on a CPU they should) with timing events, so triton.testing.do_bench
+    times the interpreter instead of failing."""
+
+    Event = _CpuEvent
+
+    def __getattr__(self, name):
+        import torch
+
+        return getattr(torch.cpu, name)
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        pass
+
+
 class TraceDriver(harness_standin.Driver):
     """The harness's stand-in driver with CPU tensors, the CPU's device interface and the ordinal
     benchmarker: what a program running under the interpreter needs of a driver."""
@@ -37,9 +71,7 @@ class TraceDriver(harness_standin.Driver):
         self.bench = OrdinalBench()
 
     def get_device_interface(self):
-        import torch
-
-        return torch.cpu  # synchronize() and friends exist, and do nothing, as on a CPU they should
+        return _CpuDeviceInterface()
 
     def get_benchmarker(self):
         return self.bench

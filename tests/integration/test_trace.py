@@ -153,7 +153,8 @@ def test_several_kernels_give_exactly_their_specialisations_with_the_hand_compil
         assert (spec["options"]["num_warps"], spec["options"]["num_stages"]) == (warps, stages), cid
         assert case["trace"]["spec"] == spec, cid
     assert plan["scale.1"]["call"]["args"]["n"] == 64 and plan["scale.2"]["call"]["args"]["n"] == 100
-    assert plan["scale.1"]["trace"]["launches"] == 2 and plan["scale.2"]["trace"]["launches"] == 1
+    # scale.1: n = 64, n = 128, then the launches do_bench timed; scale.2: n = 100 alone
+    assert plan["scale.1"]["trace"]["launches"] > 2 and plan["scale.2"]["trace"]["launches"] == 1
     assert plan["copy_host_desc.1"]["call"]["args"]["src_desc"] == {
         "descriptor": {"tensor": [64, 64], "dtype": "float16", "strides": [64, 1], "align": 16}, "block": [32, 32],
         "shape": [64, 64], "strides": [64, 1]}

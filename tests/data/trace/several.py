@@ -35,4 +35,8 @@ assert torch.equal(a, c)
 r = torch.empty(64, dtype=torch.float32, device=DEVICE)
 K.row_sum[(64,)](a, r, a.stride(0), N=64, ACC=tl.float32, BIAS=None)
 assert torch.allclose(r, a.float().sum(1), atol=1e-2)
+# Timing as tutorials do: triton.testing.do_bench asks the driver's device interface for events.
+x = torch.arange(64, dtype=torch.float32, device=DEVICE)
+y = torch.empty_like(x)
+assert triton.testing.do_bench(lambda: K.scale[(2,)](x, y, 64, BLOCK=32), warmup=1, rep=5) > 0
 print("several: done")
