@@ -108,7 +108,7 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     body = _BODY.replace("@SPEC@", _spec_literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
         .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
         .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources) \
-        .replace("@LAUNCH@", "_LAUNCH = " + reprolaunch.literal(launch) + "\n\n\n" + reprolaunch.script())
+        .replace("@LAUNCH@", "_LAUNCH = " + reprolaunch.literal(launch) + "\n\n\n" + reprolaunch.script(reprolaunch.launch_kind(launch)))
     return header + kernel_source.rstrip("\n") + "\n\n\n" + body
 
 

@@ -1,12 +1,13 @@
 """The standalone reproducer's `--launch` (reprokit.harness.reproducer): what the script needs to
 launch its case through the installed release's JIT and check the output, as script text.
 
-`launch_spec(case, plan)` is the data the script carries: the suite's launch recipe for the case
-(reprokit.harness.launch.RECIPES) and its check size, or why it cannot be launched. `SCRIPT` is
-the script's launch code: the harness's own functions inlined (launch.Bound, launch.check,
-launch.determinism, stats.tolerance, stats.classify_launch_error ...), so the script's inputs,
-reference and tolerance are the GPU run's, by one rule. The script runs on a GPU, or on the CPU
-under TRITON_INTERPRET=1 with a CPU torch (how CI tests it).
+`launch_spec(case, plan, result)` is the data the script carries (`_LAUNCH`): the suite's launch
+recipe and check size for a copy or GEMM (reprokit.harness.launch.RECIPES); a declared call and
+its record's GPU output fingerprints; or why the case cannot be launched. `script(kind)` is the
+launch code: the harness's own functions inlined (launch.Bound, launch.check, call.bind,
+callgpu.launch_and_check, callgpu.compare_outputs, stats.tolerance, stats.classify_launch_error
+...), so the script's inputs, reference and tolerance are the GPU run's, by one rule. The script
+runs on a GPU, or on the CPU under TRITON_INTERPRET=1 with a CPU torch (how CI tests it).
 """
 
 from __future__ import annotations
@@ -102,24 +103,37 @@ def launch_spec(case: dict, plan: dict, result: dict | None = None) -> dict:
             "case": keep, "size": launch.check_size(case, recipe, plan.get("problem") or {})}
 
 
-@functools.lru_cache(maxsize=1)
-def script() -> str:
-    """The launch code of every reproducer (the same text for all: the case's data is `_LAUNCH`)."""
-    shared = "\n\n\n".join([
-        _constants(stats, "TOLERANCES", "_OOR", "_CUDA_ERR"),
-        inline(stats.tolerance, stats.within, stats.classify_launch_error),
-        f"POISON = float('nan')\nDETERMINISM_RUNS = {_SCRIPT_RUNS}",
-        inline(launch._cdiv, launch.Recipe, launch.Bound, launch._set_allocator, launch.experimental_descriptor,
-               launch.output_digest, launch.check, launch.determinism, modules=(stats,)),
-        ("# A declared call: reprokit.harness.call's binding, callgpu's seeded inputs and fingerprints.\n"
-         "SEED = 0\nmake_tensor = None  # the harness's stand-in tensors: the script makes real ones"),
-        inline(call.CallError, call.Unsupported, call.Refused, call._is_autotuner, call._is_heuristics, call.layers,
-               call.jit_function, call.fixes_config, call.value_of, call._host_descriptor, call._apply_heuristics,
-               call.Bound, call.bind, call.kernel_name, modules=(call, stats), rename={"Bound": "CallBound"}),
-        inline(callgpu.make_tensor_factory, callgpu._contiguous, callgpu._random, callgpu._tensors, callgpu.digest,
-               callgpu.summary, callgpu.launch_and_check, callgpu.compare_outputs, modules=(call, stats)),
-    ])
-    return _HEAD + shared + "\n\n\n" + _CODE
+@functools.lru_cache(maxsize=3)
+def script(spec_kind: str) -> str:
+    """The launch code of a reproducer whose `_LAUNCH` is of `spec_kind` (launch_kind): only
+    what that case runs is inlined (a script carries no GEMM code for a call, and neither for a
+    case it cannot launch)."""
+    parts = []
+    if spec_kind != "none":
+        parts += [_constants(stats, "TOLERANCES", "_OOR", "_CUDA_ERR"),
+                  inline(stats.tolerance, stats.within, stats.classify_launch_error),
+                  f"DETERMINISM_RUNS = {_SCRIPT_RUNS}"]
+    if spec_kind == "suite":
+        parts += ["POISON = float('nan')",
+                  inline(launch._cdiv, launch.Recipe, launch.Bound, launch._set_allocator,
+                         launch.experimental_descriptor, launch.output_digest, launch.check, launch.determinism,
+                         modules=(stats,))]
+    if spec_kind == "call":
+        parts += [("# reprokit.harness.call's binding, callgpu's seeded inputs and fingerprints.\n"
+                   "SEED = 0\nmake_tensor = None  # the harness's stand-in tensors: the script makes real ones"),
+                  inline(call.CallError, call.Unsupported, call.Refused, call._is_autotuner, call._is_heuristics,
+                         call.layers, call.jit_function, call.fixes_config, call.value_of, call._host_descriptor,
+                         call._apply_heuristics, call.Bound, call.bind, call.kernel_name, modules=(call, stats),
+                         rename={"Bound": "CallBound"}),
+                  inline(callgpu.make_tensor_factory, callgpu._contiguous, callgpu._random, callgpu._tensors,
+                         callgpu.digest, callgpu.summary, callgpu.launch_and_check, callgpu.compare_outputs,
+                         modules=(call, stats))]
+    return _HEAD + "\n\n\n".join(parts) + "\n\n\n" + _CODE
+
+
+def launch_kind(spec: dict) -> str:
+    """"suite", "call" or "none": which launch code a script with this `_LAUNCH` needs."""
+    return "call" if "call" in spec else "none" if "none" in spec else "suite"
 
 
 # Launches per determinism check: two give the same bytes or not (the GPU run makes five; the
@@ -127,7 +141,8 @@ def script() -> str:
 _SCRIPT_RUNS = 2
 
 _HEAD = '''# ---- --launch: the case's kernel through this release's JIT, seeded inputs, the check -------
-# reprokit's own launch recipe, reference and tolerance, inlined (reprokit.harness.launch, stats).
+# reprokit's own inputs, reference and tolerance, inlined (reprokit.harness.launch or call and
+# callgpu, and stats): the GPU run's rule, not a copy of it.
 
 import ctypes, hashlib  # noqa: E401
 from dataclasses import dataclass
