@@ -52,10 +52,12 @@ def interp_release():
     return get
 
 
-def trace(tmp_path: Path, python: str, program: str, *extra: str) -> tuple[int, dict, Path]:
+def trace(tmp_path: Path, python: str, program: str, *extra: str, env_extra: dict | None = None
+          ) -> tuple[int, dict, Path]:
     """Run `reprokit trace --json` on a program of tests/data/trace; (exit code, JSON, unpacked bundle)."""
     out = tmp_path / "bundles"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(env_extra or {})
     p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(out), *extra, "--",
                         python, str(PROGRAMS / program)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
                        timeout=900)
@@ -239,3 +241,22 @@ def test_a_traced_bundle_replays_on_another_release(tmp_path, interp_python, sta
     assert sorted(results) == ["double.1", "double.2", "inc.1", "inc.2"]
     assert {r["status"] for r in results.values()} == {"ok"}
     assert json.loads((root / "results.json").read_text())["triton"] == "3.5.0"
+
+
+def test_the_same_program_gives_the_same_plan_and_kernels_whatever_the_hash_seed(tmp_path, interp_python):
+    """plan.json, trace/trace.json and the extracted kernel files are the same bytes across runs
+    (the bundle's time and the compile timings in results.json are what differ, as for `run`)."""
+    roots = []
+    for seed in ("1", "2"):
+        home = tmp_path / f"home{seed}"
+        home.mkdir()
+        code, doc, root = trace(tmp_path / seed, interp_python, "classic.py",
+                                env_extra={"PYTHONHASHSEED": seed, "TMPDIR": str(home)})
+        assert code == 0, doc
+        roots.append(root)
+    a, b = roots
+    for rel in ("plan.json", "trace/trace.json"):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    files = sorted(p.relative_to(a / "kernels") for p in (a / "kernels").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b / "kernels") for p in (b / "kernels").rglob("*") if p.is_file())
+    assert all((a / "kernels" / f).read_bytes() == (b / "kernels" / f).read_bytes() for f in files)
