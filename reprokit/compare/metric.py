@@ -20,6 +20,7 @@ from typing import Callable
 
 from reprokit.compare.normalise import LEVELS, ops
 from reprokit.errors import UsageError
+from reprokit.records import CaseRecord
 
 KINDS = ("verdict", "regs", "smem", "spills", "tma", "op")
 _SPEC = re.compile(r"^(?:(verdict|regs|smem|spills)|tma:(\w+)|op:(.+)@(\w+))$")
@@ -47,14 +48,14 @@ class Metric:
     def needs_ir(self) -> bool:
         return self.kind == "op"
 
-    def value(self, record: dict, read_ir: ReadIr | None = None):
+    def value(self, record: CaseRecord, read_ir: ReadIr | None = None):
         """The metric of one case record: (status, verdict) for `verdict`, else a number, or None
         where the compile produced none (a rejected or unsupported case has no registers)."""
         if self.kind == "verdict":
-            return (record.get("status"), record.get("verdict"))
-        if record.get("status") != "ok":
+            return record.outcome()
+        if record.status != "ok":
             return None
-        meta = record.get("metadata") or {}
+        meta = record.metadata
         if self.kind == "regs":
             return meta.get("registers")
         if self.kind == "smem":
@@ -63,7 +64,7 @@ class Metric:
             parts = [meta.get("spill_stores"), meta.get("spill_loads")]
             return None if all(p is None for p in parts) else sum(p or 0 for p in parts)
         if self.kind == "tma":
-            return (record.get("tma") or {}).get(self.level)
+            return record.tma.get(self.level)
 
         text = read_ir(self.level) if read_ir else None
         return None if text is None else ops(self.level, text).get(self.op, 0)

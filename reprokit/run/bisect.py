@@ -183,7 +183,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         rec = o.results.case(case)
         if rec is None:
             raise ExecutorError(f"{stack.name}: the capture holds no case {case}")
-        key = metric.value(rec.to_json(), _ir_reader(o.bundle, case) if metric.needs_ir else None)
+        key = metric.value(rec, _ir_reader(o.bundle, case) if metric.needs_ir else None)
         seen[v] = (key, o.bundle)
         same = None if i == 0 else metric.same(seen[versions[0]][0], key)
         step = Step(len(steps) + 1, v, stack.name, rec.status, rec.verdict, same, key)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.run.bisect import Releases, bisect, list_releases, max_captures, parse_range, stack_for
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions
 from reprokit.records import CaseRecord, Results
+from reprokit.run.bisect import Releases, bisect, list_releases, max_captures, parse_range, stack_for
 from reprokit.run.stacks import StackOutcome
 
 INDEX = ["3.9.0", "3.8.0", "3.7.1", "3.7.0", "3.6.0", "3.5.1", "3.5.0", "3.4.0", "3.3.1", "3.3.0", "3.2.0",
@@ -99,15 +99,15 @@ def test_metrics_read_what_a_compile_shows():
     from reprokit.compare.metric import parse_metric
     from reprokit.errors import UsageError
 
-    rec = {"status": "ok", "verdict": "tma", "tma": {"ptx": 2, "sass": 3},
-           "metadata": {"registers": 127, "shared_bytes": 1024, "spill_stores": 2, "spill_loads": 1}}
+    rec = CaseRecord("m.p0", "m", "P0", "ok", "tma", "tma", True, "", tma={"ptx": 2, "sass": 3},
+                     metadata={"registers": 127, "shared_bytes": 1024, "spill_stores": 2, "spill_loads": 1})
     assert parse_metric("verdict").value(rec) == ("ok", "tma")
     assert parse_metric("regs").value(rec) == 127 and parse_metric("smem").value(rec) == 1024
     assert parse_metric("spills").value(rec) == 3 and parse_metric("tma:sass").value(rec) == 3
     ir = "cp.async.bulk.wait_group 0;\ncp.async.bulk.wait_group 0;\n"
     op = parse_metric("op:cp.async.bulk.wait_group@ptx")
     assert (op.level, op.op) == ("ptx", "cp.async.bulk.wait_group") and op.value(rec, lambda lv: ir) == 2
-    assert parse_metric("regs").value({"status": "compile_error", "verdict": "rejected"}) is None
+    assert parse_metric("regs").value(CaseRecord("m.p0", "m", "P1", "compile_error", "rejected", "no-tma", True, "")) is None
     m = parse_metric("regs", 8)
     assert m.same(127, 120) and not m.same(127, 94) and not m.same(127, None)
     for bad, words in (("speed", "expected verdict"), ("tma:cubin", "unknown IR level"), ("op:mma", "expected")):
