@@ -33,7 +33,7 @@ class _CpuEvent:
     """torch.cuda.Event's timing, on the CPU clock: what triton.testing.do_bench records."""
 
     def __init__(self, enable_timing: bool = False, **_):
-        self.t = None
+        self.t: float | None = None
 
     def record(self, stream=None) -> None:
         self.t = time.perf_counter()
@@ -42,6 +42,8 @@ class _CpuEvent:
         pass
 
     def elapsed_time(self, end: "_CpuEvent") -> float:
+        if self.t is None or end.t is None:
+            raise RuntimeError("elapsed_time() of an event that was not recorded")  # as torch refuses
         return (end.t - self.t) * 1e3
 
 
