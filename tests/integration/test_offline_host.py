@@ -28,7 +28,7 @@ def offline(*args, python=sys.executable, extra_path_after=(), cwd=ROOT, timeout
 
 
 def test_help_and_every_verbs_help_need_none_of_them():
-    from reprokit.cli import VERBS
+    from reprokit.parser import VERBS
 
     p = offline("--help")
     assert p.returncode == 0 and "wheelhouse" in p.stdout, p.stderr
