@@ -51,6 +51,7 @@ class Extraction:
     """Collects one kernel's reach; `text()` is the file."""
 
     def __init__(self):
+        self.user_modules: dict = {}  # a module of the program's own, by name -> its file: copied beside
         self.imports: list = []
         self.values: list = []
         self.functions: list = []
@@ -69,6 +70,9 @@ class Extraction:
         if isinstance(value, types.ModuleType):
             self.imports.append(f"import {value.__name__} as {name}" if value.__name__ != name
                                 else f"import {name}")
+            own = user_module_file(value)
+            if own:
+                self.user_modules[value.__name__] = own
         elif is_jit(value):
             inner = _jit_fn(value)
             self.visit(inner)
@@ -95,6 +99,23 @@ class Extraction:
                 'module-level names they use)."""', "", "import triton", "import triton.language"]
         body = sorted(set(self.imports)) + [""] + self.values
         return "\n".join(head + body + [""] + ["\n" + f for f in self.functions]) + "\n"
+
+
+def user_module_file(module: types.ModuleType) -> str | None:
+    """The file of a top-level, single-file module of the program's own (not installed, not the
+    standard library), which the extracted kernel imports and the bundle must carry; else None."""
+    import os
+    import sysconfig
+
+    path = getattr(module, "__file__", None)
+    if not path or "." in module.__name__ or not path.endswith(".py") or os.path.basename(path) == "__init__.py":
+        return None
+    path = os.path.realpath(path)
+    installed = {os.path.realpath(p) for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                 for p in [sysconfig.get_paths().get(key)] if p}
+    if any(path.startswith(root + os.sep) for root in installed) or "site-packages" in path.split(os.sep):
+        return None
+    return path
 
 
 def _jit_fn(obj) -> types.FunctionType:
@@ -142,18 +163,18 @@ def extract(kernel) -> tuple:
     jit = kernel
     while not is_jit(jit):
         jit = jit.fn
-    return extract_function(_jit_fn(jit), jit)
+    return extract_function(_jit_fn(jit), jit)[:2]
 
 
 def extract_function(fn: types.FunctionType, jit) -> tuple:
-    """(file text, names left out) for a kernel's Python function; `jit` carries the decorator's
-    arguments (do_not_specialize, ...) as attributes."""
+    """(file text, names left out, the program's own modules it imports: name -> file) for a
+    kernel's Python function; `jit` carries the decorator's arguments (do_not_specialize, ...)."""
     ex = Extraction()
     ex.done.add(fn.__name__)
     ex.visit(fn)
     ex.functions.append(function_source(jit, fn))
     where = f"{inspect.getsourcefile(fn) or '?'}:{fn.__code__.co_firstlineno}"
-    return ex.text(f"{fn.__name__} from {_short(where)}"), list(ex.skipped)
+    return ex.text(f"{fn.__name__} from {_short(where)}"), list(ex.skipped), dict(ex.user_modules)
 
 
 def _short(path: str) -> str:

@@ -26,6 +26,7 @@ import inspect
 import json
 import os
 import platform
+import shutil
 import sys
 import threading
 import time
@@ -180,7 +181,11 @@ def _kernel(launcher) -> dict:
     kw = dict(getattr(launcher, "kwargs", None) or {})  # the interpreter keeps the decorator's arguments here
     decorated = types.SimpleNamespace(fn=fn, **{k: getattr(launcher, k, None) if getattr(launcher, k, None)
                                                  is not None else kw.get(k) for k in _JIT_ARGS})
-    text, skipped = extract.extract_function(fn, decorated)
+    text, skipped, modules = extract.extract_function(fn, decorated)
+    for mod, path in sorted(modules.items()):  # the program's own modules it imports travel beside it
+        dest = os.path.join(_STATE["out"], "kernels", mod + ".py")
+        if not os.path.exists(dest):
+            shutil.copyfile(path, dest)
     src = inspect.getsourcefile(fn) or ""
     stem = os.path.splitext(os.path.basename(src))[0] or "kernel"
     name = f"{stem}.{fn.__name__}.py"

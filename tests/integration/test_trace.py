@@ -260,3 +260,14 @@ def test_the_same_program_gives_the_same_plan_and_kernels_whatever_the_hash_seed
     files = sorted(p.relative_to(a / "kernels") for p in (a / "kernels").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b / "kernels") for p in (b / "kernels").rglob("*") if p.is_file())
     assert all((a / "kernels" / f).read_bytes() == (b / "kernels" / f).read_bytes() for f in files)
+
+
+def test_the_programs_own_modules_travel_with_the_kernel(tmp_path, interp_python):
+    """A kernel that calls a helper through a module of the program's own: the module's file is
+    carried beside the extracted kernel (the capture runs from the checkout's root, where that
+    module cannot be imported otherwise)."""
+    code, doc, root = trace(tmp_path, interp_python, "modules.py")
+    assert code == 0, doc
+    assert "import trace_kernels as K" in (root / "kernels" / "modules.via_module.py").read_text()
+    assert (root / "kernels" / "trace_kernels.py").read_bytes() == (PROGRAMS / "trace_kernels.py").read_bytes()
+    assert result_cases(root)["via_module.1"]["status"] == "ok"
