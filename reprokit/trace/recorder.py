@@ -64,15 +64,15 @@ def install() -> None:
         # inside the traced program: loaded once its Triton is, and only what the hook needs.
         from reprokit.trace import standin
 
-        if "run" in vars(interpreter.InterpretedFunction):  # 3.1+: a method, as on JITFunction
+        if "run" in vars(interpreter.InterpretedFunction):  # 3.6+: a method, as on JITFunction
             _wrap_run(interpreter.InterpretedFunction)
-        else:  # 3.0: `run` is set per instance and `kernel[grid]` skips it: every launch is a GridExecutor call
+        else:  # 3.0-3.5: `run` is set per instance and `kernel[grid]` skips it: every launch is a GridExecutor call
             _wrap_grid_executor(interpreter.GridExecutor)
         _STATE["standin"] = standin.install(profile)
     from triton.runtime import autotuner
 
     if interpret and callable(getattr(autotuner, "do_bench", None)):
-        # 3.0-3.2 time configs with the module's own do_bench (triton.testing's, CUDA events).
+        # 3.0-3.1 time configs with the module's own do_bench (triton.testing's, CUDA events).
         from reprokit.trace.standin import OrdinalBench
 
         autotuner.do_bench = OrdinalBench()
@@ -129,7 +129,7 @@ def _wrap_run(cls) -> None:
 
 
 def _wrap_grid_executor(cls) -> None:
-    """3.0's interpreter: GridExecutor(fn, arg_names, grid)(*args, **kwargs) is every launch."""
+    """3.0-3.5's interpreter: GridExecutor(fn, arg_names, grid)(*args, **kwargs) is every launch."""
     original = cls.__call__
     if getattr(original, "_reprokit_wrapped", False):
         return
