@@ -274,7 +274,11 @@ def bind(obj, call: dict, config: int | None = None, tensor=make_tensor) -> Boun
     heuristics' values. Raises Refused when the kernel's own hook or rule raises."""
     tuner, heur, inner = layers(obj)
     jf = jit_function(inner)
-    args = {name: value_of(v, tensor) for name, v in (call.get("args") or {}).items()}
+    given = call.get("args") or {}
+    # Made in the kernel's parameter order, whatever order the plan's JSON keeps (a seeded
+    # `tensor` fills them one after another: the same inputs from any copy of the plan).
+    order = [n for n in jf.arg_names if n in given] + [n for n in given if n not in jf.arg_names]
+    args = {name: value_of(given[name], tensor) for name in order}
     options = dict(call.get("options") or {})
     grid = tuple(call.get("grid") or [1])
     chosen = None

@@ -24,7 +24,7 @@ DETERMINISM_RUNS = 3
 def make_tensor_factory(torch, device: str, seed: int = SEED):
     """A `tensor` maker for call.value_of: real tensors with the spec's shape, dtype, strides and
     alignment (the data pointer's largest power of two up to 16 is `align`), filled from one
-    generator seeded with `seed`, in argument order."""
+    generator seeded with `seed`, in the order call.bind makes them (the kernel's parameter order)."""
     gen = torch.Generator(device="cpu")
     gen.manual_seed(seed)
 

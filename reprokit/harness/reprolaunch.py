@@ -121,6 +121,7 @@ def script(spec_kind: str) -> str:
     if spec_kind == "call":
         parts += [("# reprokit.harness.call's binding, callgpu's seeded inputs and fingerprints.\n"
                    "SEED = 0\nmake_tensor = None  # the harness's stand-in tensors: the script makes real ones"),
+                  inline(launch._set_allocator),
                   inline(call.CallError, call.Unsupported, call.Refused, call._is_autotuner, call._is_heuristics,
                          call.layers, call.jit_function, call.fixes_config, call.value_of, call._host_descriptor,
                          call._apply_heuristics, call.Bound, call.bind, call.kernel_name, modules=(call, stats),
@@ -248,10 +249,13 @@ def _launch_call(seed, device):
     import torch
     import traceback
 
+    import triton
+
     spec = _LAUNCH
     fn = globals()[spec["function"]]
     if device == "cuda":
         torch.cuda.init()
+    _set_allocator(torch, triton, device)  # device-side descriptors' scratch (3.4+), as the GPU run sets it
     out = {"status": "ok", "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu (TRITON_INTERPRET=1)",
            "seed": seed}
     try:

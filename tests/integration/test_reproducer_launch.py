@@ -100,7 +100,10 @@ def runs(plan, call_case, interp_python, tmp_path_factory):  # noqa: F811
     """Every script of this module, run side by side: name -> (exit code, output, --json doc)."""
     d = tmp_path_factory.mktemp("scripts")
     cplan, case, rec = call_case
-    call_text = reproducer_source(case, cplan, (PROJECT / "kernels" / "add.py").read_text(), result=rec)
+    # the plan's arguments in another order than the record's run had them (a plan.json written with
+    # sorted keys): the inputs are made in the kernel's parameter order all the same
+    shuffled = {**case, "call": {**case["call"], "args": dict(reversed(list(case["call"]["args"].items())))}}
+    call_text = reproducer_source(shuffled, cplan, (PROJECT / "kernels" / "add.py").read_text(), result=rec)
     zero = ("tl.store(out_ptr + offs, x + y, mask=mask)", "tl.store(out_ptr + offs, (x + y) * 0, mask=mask)")
     jobs = {
         "copy": (_suite_script(plan, "block_ptr.p0", d / "repro_copy.py"), "--launch", "--size", "256", "--seed", "3",
@@ -186,7 +189,7 @@ def test_the_h100s_recorded_call_is_reproduced_on_the_cpu_within_tolerance(runs)
     assert rc == 0, out[-3000:]
     launch = doc["launch"]
     assert launch["against"] == "the recorded GPU run (NVIDIA H100 80GB HBM3, seed 0)"
-    assert launch["compared"] == {"out_ptr": "close"}  # fp32 math on another machine: not bit-exact
+    assert launch["compared"]["out_ptr"] in ("exact", "close")  # the CPU's math against the H100's
     assert doc["reproduced"] is True and doc["verdict"] == "no-tma"
 
 
