@@ -117,6 +117,8 @@ def runs(plan, call_case, interp_python, tmp_path_factory):  # noqa: F811
         "call_seed": (_write(d / "repro_call_seed.py", call_text), "--launch", "--seed", "5"),
         "call_wrong": (_write(d / "repro_call_wrong.py", call_text, plant=zero), "--launch"),
         "h100_sm": (_write(d / "repro_h100_sm.py", _h100_script("sm")), "--launch", "--json"),
+        "refused": (_suite_script(plan, "tensor_descriptor.p0", d / "repro_refused.py"), "--launch", "--size", "128",
+                    "--json"),
     }
     with ThreadPoolExecutor(len(jobs)) as pool:
         futures = {name: pool.submit(_run, interp_python, *job) for name, job in jobs.items()}
@@ -191,6 +193,18 @@ def test_the_h100s_recorded_call_is_reproduced_on_the_cpu_within_tolerance(runs)
     assert launch["against"] == "the recorded GPU run (NVIDIA H100 80GB HBM3, seed 0)"
     assert launch["compared"]["out_ptr"] in ("exact", "close")  # the CPU's math against the H100's
     assert doc["reproduced"] is True and doc["verdict"] == "no-tma"
+
+
+def test_a_launch_the_runtime_refuses_is_the_launchs_status(runs):
+    """The interpreter does not see the kernel module's alias of tl.make_tensor_descriptor (the
+    suite's `make_desc`): Triton's runtime raises at the launch, which is the result, not a
+    fault of the script."""
+    rc, out, doc = runs["refused"]
+    assert rc == 1, out[-3000:]
+    launch = doc["launch"]
+    assert launch["status"] == "launch_error" and launch["exception"] == "InterpreterError"
+    assert "Did you forget to add @triton.jit" in launch["error"]
+    assert doc["verdict"] == "tma" and "correctness" not in launch
 
 
 def test_what_cannot_be_launched_says_so_in_one_line(plan, interp_python, tmp_path):  # noqa: F811

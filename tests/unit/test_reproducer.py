@@ -210,7 +210,13 @@ def test_launch_shares_the_gpu_runs_code_and_says_what_it_cannot_launch(plan):
     gemm = _assigned(_make(plan, "tensor_descriptor.gemm-128x128x64-w8-s4"), "_LAUNCH")
     assert gemm["recipe"]["kind"] == "gemm" and gemm["size"] == {"M": 2000, "N": 2000, "K": 2000}
     assert "negative control" in _assigned(_make(plan, "host_descriptor.p1"), "_LAUNCH")["none"]
-    # the script still compiles on Python 3.9's grammar
+    # every kind of launch code parses with Python 3.9's grammar, and carries only what it runs
+    from reprokit.harness import reprolaunch
+
+    for kind in ("suite", "call", "none"):
+        ast.parse(reprolaunch.script(kind), feature_version=(3, 9))
+    assert "def launch_and_check(" in reprolaunch.script("call") and "class Bound:" not in reprolaunch.script("call")
+    assert "def check(" not in reprolaunch.script("none")
     ast.parse(text, feature_version=(3, 9))
 
 
