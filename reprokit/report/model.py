@@ -150,7 +150,7 @@ def standalone(bundle, case_id: str) -> Standalone | None:
         small_text = scripts.minimal(case_id)
     except (ValueError, SyntaxError):
         return None
-    if text is None:
+    if text is None or small_text is None:  # a declared call has no minimal script to embed
         return None
     if rel and rel in bundle.data:  # a bundle from before minimal scripts: its own full one, a minimal made now
         return Standalone(bundle.read_text(rel), "bundle", rel, small_text)
