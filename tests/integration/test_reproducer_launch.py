@@ -3,7 +3,8 @@ the CPU torch: the interpreter venv the trace tests build), with no reprokit on 
 suite's copy launched from seeded inputs and checked bit-exact against torch; a declared call
 (tests/data/launch_add, a reprokit.toml project) checked against the output fingerprints of a
 recorded run, and by determinism alone for another seed; the lab H100's recorded softmax call
-(tests/unit/data/h100-calls) reproduced on this CPU within fp16's tolerance; a planted wrong kernel fails either
+(tests/unit/data/h100-calls) reproduced on this CPU within fp16's tolerance; the reproducer that
+`reprokit run` writes into the project's bundle launched as it comes; a planted wrong kernel fails either
 check with exit 1; a planted fault of the script while it makes the inputs is script_error
 (exit 2); a case with no launch recipe, or no GPU and no interpreter, says so in one line and
 exits 2. The scripts that compile run side by side (each compiles in its own process)."""
@@ -11,7 +12,10 @@ exits 2. The scripts that compile run side by side (each compiles in its own pro
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -96,7 +100,24 @@ def call_case(interp_python, tmp_path_factory):  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def runs(plan, call_case, interp_python, tmp_path_factory):  # noqa: F811
+def captured_call(tmp_path_factory, stack_ready) -> str:
+    """The reproducer the harness itself writes for the project's call, from `reprokit run`
+    (compile-only, triton 3.6.0): cases/add.masked/reproducer.py in the bundle."""
+    stack_ready("triton-3.6-cu130")
+    out = tmp_path_factory.mktemp("capture")
+    p = subprocess.run([sys.executable, "-m", "reprokit", "run", "--gpu", "h100", "--stacks", "triton-3.6-cu130",
+                        "--executor", "venv", "--mode", "compile-only", "--project", str(PROJECT), "--out", str(out),
+                        "--json"], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                       timeout=600, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    bundle = json.loads(p.stdout)["stacks"][0]["bundle"]
+    with tarfile.open(bundle) as t:
+        member = next(m for m in t.getmembers() if m.name.endswith("/cases/add.masked/reproducer.py"))
+        return t.extractfile(member).read().decode()
+
+
+@pytest.fixture(scope="module")
+def runs(plan, call_case, captured_call, interp_python, tmp_path_factory):  # noqa: F811
     """Every script of this module, run side by side: name -> (exit code, output, --json doc)."""
     d = tmp_path_factory.mktemp("scripts")
     cplan, case, rec = call_case
@@ -117,6 +138,7 @@ def runs(plan, call_case, interp_python, tmp_path_factory):  # noqa: F811
         "call_seed": (_write(d / "repro_call_seed.py", call_text), "--launch", "--seed", "5"),
         "call_wrong": (_write(d / "repro_call_wrong.py", call_text, plant=zero), "--launch"),
         "h100_sm": (_write(d / "repro_h100_sm.py", _h100_script("sm")), "--launch", "--json"),
+        "captured": (_write(d / "repro_captured.py", captured_call), "--launch"),
         "refused": (_suite_script(plan, "tensor_descriptor.p0", d / "repro_refused.py"), "--launch", "--size", "128",
                     "--json"),
     }
@@ -162,6 +184,15 @@ def test_a_declared_call_matches_its_recorded_outputs(runs, call_case):
     assert launch["determinism"]["deterministic"]
     # the compile is the JIT's specialisation of the call: n = 1000 is not a multiple of 16
     assert doc["steps"][0]["status"] == "ok" and call_case[2]["call"]["divisibility"] == ["x_ptr", "y_ptr", "out_ptr"]
+
+
+def test_the_harness_writes_the_calls_reproducer_and_it_launches(runs):
+    """A compile-only capture has no GPU record: the launch is held to determinism alone."""
+    rc, out, _ = runs["captured"]
+    assert rc == 0, out[-3000:]
+    assert "recorded verdict: no-tma -> reproduced" in out
+    assert "checked against determinism only (no GPU run recorded)" in out
+    assert "  determinism: 2 launches, 1 distinct outputs" in out
 
 
 def test_another_seed_is_held_to_determinism_only(runs):
