@@ -101,7 +101,7 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     header = _HEADER.format(
         id=case["id"], description=(case.get("description") or "").replace('"""', "'''"),
         triton=version or "(unknown)", gpu=profile["key"], arch=profile.get("arch", f"sm_{profile['capability']}"),
-        warps=case["num_warps"], stages=case["num_stages"], expect=case.get("expect", "tma"),
+        warps=case["num_warps"], stages=case["num_stages"], expect=case.get("expect", "tma") or "nothing in particular",
         recorded=(recorded or {}).get("verdict", "(none)"), file=case["kernel"]["file"],
         pip=f"triton=={version}" if version else "triton",
         gate=f" after its gate {gate_id}" if gate_id else "")
@@ -461,8 +461,8 @@ def _judge(step, res, gate):
         return "inconclusive", "%s showed no TMA (%s), so this stress case cannot be judged" % (gate["id"], gate["verdict"])
     emitted = counts[level] > 0
     where = ", ".join("%s=%d" % (lv, counts[lv]) for lv in _LEVELS if lv in counts)
-    return ("tma" if emitted else "no-tma"), "%s at %s (%s); expected %s" % (
-        "TMA" if emitted else "no TMA", level, where, expect)
+    return ("tma" if emitted else "no-tma"), "%s at %s (%s); %s" % (
+        "TMA" if emitted else "no TMA", level, where, "expected " + expect if expect else "no expectation")
 
 
 def _run_step(index, scratch):
