@@ -13,7 +13,10 @@ hangs is reported as such instead of taking the script down. Only a child that d
 import, anything outside the compile) is `script_error`, printed with its traceback, exit 2, and
 never counted as a reproduction. `--expect recorded` (the default) exits 0 when the verdict equals
 the recorded one (or none was recorded) and 1 when it differs; `--expect none` only says what
-happens on this release (exit 0). `--json` prints the evidence as one JSON object.
+happens on this release (exit 0). `--json` prints the evidence as one JSON object. `--launch`
+then runs the case on a GPU (or under TRITON_INTERPRET=1) and checks its output, with the GPU
+run's own code inlined (reprokit.harness.reprolaunch). A declared call (kind "call") gets a
+script when its record holds the JIT's specialisation; it has no minimal one.
 
 Pure stdlib and free of Triton at import: the harness writes one per case into the capture
 (cases/<id>/reproducer.py), and the host makes them for any older bundle from its plan.json and
