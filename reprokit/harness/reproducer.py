@@ -285,8 +285,28 @@ import sys as _sys
 
 
 def _script_fault(kind, value, tb):
-    """An exception outside the compiler is this script's fault, not a reproduction: exit 2."""
+    """An exception outside the compiler is this script's fault, not a reproduction: exit 2. But
+    a kernel module that imports a part of Triton this release lacks (a declared call's
+    `from triton.tools.tensor_descriptor import ...` before 3.4) is `unsupported`, as the
+    harness says it."""
     import traceback
+    missing = getattr(value, "name", None) or ""
+    if issubclass(kind, ImportError) and missing.startswith("triton.") and "_SPEC" not in globals():
+        import json
+        import os
+        import triton
+        why = "triton %s lacks %s, which the kernel module imports" % (triton.__version__, missing)
+        asked = _sys.argv[_sys.argv.index("--expect") + 1:][:1] if "--expect" in _sys.argv else ["recorded"]
+        same = None if asked != ["recorded"] or {recorded!r} == "(none)" else {recorded!r} == "unsupported"
+        if "--json" in _sys.argv:
+            print(json.dumps({{"triton": triton.__version__, "verdict": "unsupported", "reason": why,
+                              "reproduced": same}}, sort_keys=True))
+        else:
+            print("verdict: unsupported (%s)" % why)
+            if same is False:
+                print("recorded verdict: %s -> DIFFERS" % {recorded!r})
+        _sys.stdout.flush()
+        os._exit(1 if same is False else 0)
     traceback.print_exception(kind, value, tb)
     print("verdict: script_error (%s: %s, outside the compiler and the launch; this says nothing about Triton)"
           % (kind.__name__, value))

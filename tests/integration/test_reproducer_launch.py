@@ -26,7 +26,7 @@ from reprokit.harness.reproducer import Reproducers, reproducer_source
 from reprokit.suite import build_plan
 from reprokit.userspec import plan as userplan
 from reprokit.userspec.project import load as load_project
-from tests.integration.test_trace import interp_python  # noqa: F401 - the shared venv fixture
+from tests.integration.test_trace import interp_python, interp_release  # noqa: F401 - the shared venv fixtures
 
 pytestmark = pytest.mark.triton
 
@@ -248,3 +248,17 @@ def test_what_cannot_be_launched_says_so_in_one_line(plan, interp_python, tmp_pa
     assert "no CUDA device here" in out and "TRITON_INTERPRET=1" in out
     rc, out, _ = _run(interp_python, script, "--launch", "--size", "0x4")
     assert rc == 2 and "--size takes M, MxN" in out, out
+
+
+def test_a_call_whose_kernel_module_imports_what_the_release_lacks_is_unsupported(interp_release, tmp_path):  # noqa: F811
+    """The H100's device-descriptor add on triton 3.0.0 (with torch): its module imports
+    triton.tools.tensor_descriptor, which 3.0 lacks. Unsupported, as the harness says it, never a
+    script_error: exit 1 against the recorded tma, 0 with --expect none."""
+    python = interp_release("3.0.0")
+    script = _write(tmp_path / "repro_add30.py", _h100_script("add"))
+    rc, out, _ = _run(python, script, interpret=False)
+    assert rc == 1, out[-3000:]
+    assert out.splitlines() == ["verdict: unsupported (triton 3.0.0 lacks triton.tools.tensor_descriptor, which the "
+                                "kernel module imports)", "recorded verdict: tma -> DIFFERS"]
+    rc, out, doc = _run(python, script, "--expect", "none", "--json", interpret=False)
+    assert rc == 0 and doc["verdict"] == "unsupported" and doc["reproduced"] is None, out
