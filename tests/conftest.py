@@ -89,7 +89,9 @@ def skip_or_fail_triton(why: str) -> None:
 
 
 def by_id(cap) -> dict:
-    return {c["id"]: c for c in cap.results.to_json()["cases"]}
+    """Case id -> record, from a Capture's typed results or a plain results dict."""
+    results = cap.results if isinstance(cap.results, dict) else cap.results.to_json()
+    return {c["id"]: c for c in results["cases"]}
 
 
 @pytest.fixture
