@@ -107,22 +107,8 @@ def _wrap_run(cls) -> None:
         return
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
-        entry = None
-        if not warmup:
-            try:
-                entry = _see(self, args, kwargs, grid)
-            except Exception as e:  # noqa: BLE001 - the program must run as it would untraced; the miss is recorded
-                _event({"type": "miss", "kernel": _name(self), "error": f"{type(e).__name__}: {e}"[:500]})
-        if entry is not None and entry.get("save"):
-            _save_tensors(entry, args, kwargs, "inputs")
-        result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        if entry is not None:
-            if entry.get("save"):
-                _save_tensors(entry, args, kwargs, "outputs")
-            if not entry.get("launched"):
-                entry["launched"] = True
-                _event({"type": "launched", "n": entry["n"]})
-        return result
+        entry = None if warmup else _see_or_miss(self, lambda: _name(self), args, kwargs, grid)
+        return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs))
 
     run._reprokit_wrapped = True
     cls.run = run
@@ -135,24 +121,37 @@ def _wrap_grid_executor(cls) -> None:
         return
 
     def call(self, *args, **kwargs):
-        entry = None
-        try:
-            entry = _see(self.fn, args, kwargs, self.grid)
-        except Exception as e:  # noqa: BLE001 - as in _wrap_run: the program runs on, the miss is recorded
-            _event({"type": "miss", "kernel": getattr(self.fn, "__name__", "?"), "error": f"{type(e).__name__}: {e}"[:500]})
-        if entry is not None and entry.get("save"):
-            _save_tensors(entry, args, kwargs, "inputs")
-        result = original(self, *args, **kwargs)
-        if entry is not None:
-            if entry.get("save"):
-                _save_tensors(entry, args, kwargs, "outputs")
-            if not entry.get("launched"):
-                entry["launched"] = True
-                _event({"type": "launched", "n": entry["n"]})
-        return result
+        entry = _see_or_miss(self.fn, lambda: getattr(self.fn, "__name__", "?"), args, kwargs, self.grid)
+        return _launch(entry, args, kwargs, lambda: original(self, *args, **kwargs))
 
     call._reprokit_wrapped = True
     cls.__call__ = call
+
+
+def _see_or_miss(launcher, name, args: tuple, kwargs: dict, grid):
+    """_see's entry for a launch, or None with the miss recorded (`name()`: the kernel's name, asked
+    only then): the program must run as it would untraced, so a launch the recorder cannot derive
+    is a record missing, not a failure."""
+    try:
+        return _see(launcher, args, kwargs, grid)
+    except Exception as e:  # noqa: BLE001 - see the docstring: the program runs on, the miss is recorded
+        _event({"type": "miss", "kernel": name(), "error": f"{type(e).__name__}: {e}"[:500]})
+        return None
+
+
+def _launch(entry, args: tuple, kwargs: dict, launch):
+    """Run `launch()`, keeping the tensors around it when the entry asks, and say once that the
+    entry's specialisation was launched."""
+    if entry is not None and entry.get("save"):
+        _save_tensors(entry, args, kwargs, "inputs")
+    result = launch()
+    if entry is not None:
+        if entry.get("save"):
+            _save_tensors(entry, args, kwargs, "outputs")
+        if not entry.get("launched"):
+            entry["launched"] = True
+            _event({"type": "launched", "n": entry["n"]})
+    return result
 
 
 def _name(kernel) -> str:
