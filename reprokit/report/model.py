@@ -44,24 +44,17 @@ class Report:
         cell = self.newest_cell(fnd.case)
         if cell is None or not cell.present or self.newest is None:
             return None
-        base = fnd.row.cells[0]
+        base, last = fnd.row.cells[0], fnd.row.cells[-1]
         still = {
             "crash": cell.status in ("crash", "timeout"),
             "not met": cell.met is False,
             "rejected": cell.verdict == "rejected" and cell.met is not True,
-            "moved": base.present and cell.verdict != fnd.row.cells[-1].verdict and cell.verdict != base.verdict,
-            "metric": bool(cell.metrics) and any(c.metrics for c in fnd.row.cells[1:]) and
-                      {m.name: m.after for m in cell.metrics} == {m.name: m.after for m in fnd.row.cells[-1].metrics},
+            # a move holds while the newest shows the moved verdict, or yet another than the first bundle's
+            "moved": cell.verdict == last.verdict or (base.present and cell.verdict != base.verdict),
+            # a metric holds while the newest differs from the first bundle in any metric
+            "metric": bool(cell.metrics),
         }
-        if any(still[k] for k in fnd.kinds):
-            return None
-        if "moved" in fnd.kinds and cell.verdict == fnd.row.cells[-1].verdict:
-            return None  # the move holds in the newest release too
-        if "metric" in fnd.kinds and not cell.metrics:
-            return self.newest.triton  # back to the first bundle's numbers
-        if "metric" in fnd.kinds:
-            return None
-        return self.newest.triton
+        return None if any(still[k] for k in fnd.kinds) else self.newest.triton
 
     def _once(self, key: tuple, make):
         if key not in self._memo:
