@@ -60,8 +60,13 @@ def find(start: Path) -> Path | None:
     start = Path(start).absolute()
     for folder in (start, *start.parents):
         candidate = folder / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except PermissionError:
+            # A folder this user may not search holds no project it could read (a shared machine's
+            # 0700 home or temp folder above the working folder): keep looking above it.
+            continue
     return None
 
 

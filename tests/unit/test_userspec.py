@@ -297,3 +297,19 @@ fp16_tflops = 756
         f"reprokit.toml:{n + 14}: stack 'nopin' has no 'triton' pin (a version, e.g. \"3.6.0\")",
         f"reprokit.toml:{n + 17}: GPU profile 'half' lacks fp16_tflops, mem_bandwidth_gbs, sm_count, smem_per_block",
         f"reprokit.toml:{n + 19}: GPU profile 'half': capability must be a whole number above 0"], p.stdout
+
+
+def test_a_folder_the_user_may_not_search_holds_no_project(tmp_path, monkeypatch):
+    from reprokit.userspec import project
+
+    real = Path.is_file
+
+    def is_file(self):
+        if self.parent == tmp_path / "locked":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    (tmp_path / "locked" / "work").mkdir(parents=True)
+    (tmp_path / "reprokit.toml").write_text("[project]\n")
+    assert project.find(tmp_path / "locked" / "work") == tmp_path / "reprokit.toml"
