@@ -256,8 +256,27 @@ class _Unwritable:
 def _run(main, argv: list[str], places: Places, unwritable: bool) -> int:
     if not unwritable:
         return main(argv)
-    with _Unwritable(places.unwritable):
-        return main(argv)
+    # The other user reads the defaults (stacks.toml, kernels/) from a copy it may read: the
+    # checkout may sit under a folder only its owner can search (a clone under `mktemp -d`).
+    defaults = places.file.parent / "defaults"
+    if os.geteuid() == 0 and not defaults.exists():
+        root = Path(cli.__file__).resolve().parents[1]
+        defaults.mkdir()
+        for name in ("stacks.toml", "kernels", "Dockerfiles", "schemas"):
+            (shutil.copytree if (root / name).is_dir() else shutil.copyfile)(root / name, defaults / name)
+        for path in [defaults, *defaults.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    before = os.environ.get("REPROKIT_ROOT")
+    if defaults.exists():
+        os.environ["REPROKIT_ROOT"] = str(defaults)
+    try:
+        with _Unwritable(places.unwritable):
+            return main(argv)
+    finally:
+        if before is None:
+            os.environ.pop("REPROKIT_ROOT", None)
+        else:
+            os.environ["REPROKIT_ROOT"] = before
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
