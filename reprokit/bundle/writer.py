@@ -23,12 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from reprokit import __version__, locks
-from reprokit.bundle import meaning, readme, schemas
+from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
-from reprokit.records import parse_results
 
 FORMAT = 1
 DOCS = ("plan.json", "results.json", "env.json")
@@ -371,15 +370,12 @@ class _Pack:
 
 def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
     name, epoch, doc_bytes, env = pack.name, pack.epoch, pack.doc_bytes, pack.env
-    files, ir = [], {}
+    files = []
     with gzip.GzipFile(filename="", mode="wb", compresslevel=pack.level, fileobj=raw, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         tar.copybufsize = _COPY_BUFSIZE
 
         def add(rel: str, data: bytes, role: str | None) -> None:
-            level = meaning.ir_level(rel)
-            if level:
-                ir[rel] = (level, *meaning.count(level, data))
             tar.addfile(_tarinfo(f"{name}/{rel}", epoch, len(data)), io.BytesIO(data))
             if role is not None:
                 files.append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
@@ -396,9 +392,6 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
             else:
                 data = _read_scrubbed(entry, scrubber, log)
             add(rel, data, entry.role)
-        problems = meaning.problems(pack.plan, parse_results(pack.results, CaptureInvalid, name), ir)
-        if problems:  # what verify would refuse is never packed: a mixed or edited capture
-            raise CaptureInvalid(f"{name}: the capture contradicts itself: {problems[0]}", problems)
         manifest = dict(pack.head)
         manifest["redaction"] = {"marker": MARKER, "variables": sorted(log.variables | set(env.get("redacted", []))),
                                  "files": sorted(log.secret_files)}

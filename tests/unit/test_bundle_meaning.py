@@ -9,9 +9,9 @@ import tarfile
 
 import pytest
 
-from reprokit.bundle.reader import verify
+from reprokit.bundle.reader import open_bundle, verify
 from reprokit.bundle.writer import write_bundle
-from reprokit.errors import CaptureInvalid, OutputExists
+from reprokit.errors import BundleInvalid, OutputExists
 from reprokit.options import BundleOptions
 from tests.helpers.bundle_tools import ORIGIN, edit_json, make_bundle, reseal
 from tests.helpers.fake_capture import make_capture
@@ -90,16 +90,20 @@ def test_a_forgery_that_edits_the_ir_too_passes_every_content_check(bundle, tmp_
     assert verify(forged) == []
 
 
-def test_the_writer_refuses_a_capture_that_contradicts_itself(tmp_path):
+def test_an_edited_capture_is_refused_on_read_by_the_one_check(tmp_path):
+    """The harness's verdict is the one recorded; the writer packs what it is handed and verify,
+    the one check, recounts it from the bundle's own IR."""
     cap = make_capture(tmp_path / "cap")
     import json
 
     results = json.loads((cap / "results.json").read_text())
     _case(results, "block_ptr.p0").update(verdict="tma", met=True)
     (cap / "results.json").write_text(json.dumps(results))
-    with pytest.raises(CaptureInvalid, match="verdict is 'tma', but the oracle gives 'no-tma'"):
-        write_bundle(cap, ORIGIN, BundleOptions(tmp_path / "out"))
-    assert list((tmp_path / "out").iterdir()) == []
+    packed = write_bundle(cap, ORIGIN, BundleOptions(tmp_path / "out"))
+    assert any(p.startswith("results.json: case block_ptr.p0: verdict is 'tma', but the oracle gives 'no-tma'")
+               for p in verify(packed))
+    with pytest.raises(BundleInvalid, match="verdict is 'tma', but the oracle gives 'no-tma'"):
+        open_bundle(packed)
 
 
 def test_the_name_covers_every_file_and_a_different_bundle_is_never_replaced(tmp_path):
