@@ -104,42 +104,68 @@ def visible(gpus: list[HostGpu], cuda_visible_devices: str | None) -> list[HostG
     return out
 
 
-def gpu_options(profile: GpuProfile, requested: str = "auto", *, allow_mismatch: bool = False,
-                lock_clocks: str | None = None, gpus: list[HostGpu] | None = None, why_none: str | None = None,
-                cuda_visible_devices: str | None = None, say=None) -> GpuOptions:
-    """GpuOptions for a run: `compile-only` without a GPU (said once) or when asked; `gpu` on
-    the profile's GPU; GpuMismatchError on another GPU, unless allow_mismatch (and the same
-    capability: code built for another architecture cannot run there), which is recorded."""
+@dataclass(frozen=True)
+class HostGpus:
+    """The GPUs a CUDA program on this host sees (NVML's, under CUDA_VISIBLE_DEVICES), in its
+    order, or why there are none: what gpu_options() judges a profile against. The verbs detect
+    it; a test names the GPUs it stands for."""
+
+    gpus: tuple[HostGpu, ...] = ()
+    why_none: str | None = None
+
+    @classmethod
+    def detect(cls, cuda_visible_devices: str | None = None) -> HostGpus:
+        gpus, why_none = detect()
+        seen = visible(gpus, cuda_visible_devices)
+        return cls(tuple(seen), why_none or ("CUDA_VISIBLE_DEVICES hides every GPU" if not seen else None))
+
+    @classmethod
+    def for_mode(cls, requested: str, cuda_visible_devices: str | None = None) -> HostGpus:
+        """detect(), except that a run asked to be compile-only looks at no GPU (and says nothing)."""
+        return cls() if requested == "compile-only" else cls.detect(cuda_visible_devices)
+
+
+def gpu_options(profile: GpuProfile, requested: str, host: HostGpus, *, allow_mismatch: bool = False,
+                lock_clocks: str | None = None) -> GpuOptions:
+    """GpuOptions for a run: `compile-only` when asked, or without a GPU (notice() says so);
+    `gpu` on the profile's GPU; GpuMismatchError on another GPU, unless allow_mismatch (and the
+    same capability: code built for another architecture cannot run there), which is recorded."""
     if requested == "compile-only":
         return GpuOptions(profile, "compile-only", lock_clocks=lock_clocks)
-    if gpus is None:
-        gpus, why_none = detect()
-        gpus = visible(gpus, cuda_visible_devices)
-        why_none = why_none or ("CUDA_VISIBLE_DEVICES hides every GPU" if not gpus else None)
-    if not gpus:
-        if requested == "gpu" and why_none == NO_NVML:
+    if not host.gpus:
+        if requested == "gpu" and host.why_none == NO_NVML:
             raise MissingDependency("nvidia-ml-py", "checks the host's GPU against the profile (--mode gpu)", "gpu")
         if requested == "gpu":
-            raise GpuMismatchError(f"--mode gpu asked for, but this host has no GPU: {why_none}")
-        if say:
-            say(f"No GPU on this host ({why_none}): compiling ahead of time for {profile.key} ({profile.arch}), "
-                "compile-only.")
+            raise GpuMismatchError(f"--mode gpu asked for, but this host has no GPU: {host.why_none}")
         return GpuOptions(profile, "compile-only", lock_clocks=lock_clocks)
-    gpu = gpus[0]
+    gpu = host.gpus[0]
     problems = mismatches(profile, gpu)
-    if problems:
-        want = f"{profile.key} ({profile.name}, {profile.arch})"
-        if not allow_mismatch or gpu.capability != profile.capability:
-            hint = ("pick the matching --gpu profile, run with --mode compile-only, or pass --allow-gpu-mismatch"
-                    if gpu.capability == profile.capability else
-                    "pick the matching --gpu profile or run with --mode compile-only")
-            raise GpuMismatchError(f"this host's GPU {gpu.index} is a {gpu.describe()}, not a {want}: "
-                                   f"{'; '.join(problems)}; {hint}")
-        if say:
-            say(f"warning: GPU {gpu.index} is a {gpu.describe()}, not a {want} ({'; '.join(problems)}); "
-                "running anyway (--allow-gpu-mismatch), and the bundle says so")
+    if problems and (not allow_mismatch or gpu.capability != profile.capability):
+        hint = ("pick the matching --gpu profile, run with --mode compile-only, or pass --allow-gpu-mismatch"
+                if gpu.capability == profile.capability else
+                "pick the matching --gpu profile or run with --mode compile-only")
+        raise GpuMismatchError(f"this host's GPU {gpu.index} is a {gpu.describe()}, not a {_want(profile)}: "
+                               f"{'; '.join(problems)}; {hint}")
     return GpuOptions(profile, "gpu", host=gpu.to_dict(), mismatch=tuple(problems),
                       allow_mismatch=allow_mismatch, lock_clocks=lock_clocks)
+
+
+def notice(gpu: GpuOptions, host: HostGpus) -> str | None:
+    """The line a verb says about the GPU choice gpu_options() made on `host`, when there is one:
+    no GPU, so compile-only; or another GPU than the profile's, allowed and recorded."""
+    profile = gpu.profile
+    if not gpu.on_gpu and host.why_none:
+        return (f"No GPU on this host ({host.why_none}): compiling ahead of time for {profile.key} "
+                f"({profile.arch}), compile-only.")
+    if gpu.on_gpu and gpu.mismatch and host.gpus:
+        used = host.gpus[0]
+        return (f"warning: GPU {used.index} is a {used.describe()}, not a {_want(profile)} ({'; '.join(gpu.mismatch)}); "
+                "running anyway (--allow-gpu-mismatch), and the bundle says so")
+    return None
+
+
+def _want(profile: GpuProfile) -> str:
+    return f"{profile.key} ({profile.name}, {profile.arch})"
 
 
 def lock_clocks_value(text: str | None) -> str | None:

@@ -10,14 +10,19 @@ from rich.table import Table
 
 from reprokit.commands.argtypes import (
     clock_mhz,
+    confidence,
     existing_path,
+    fraction,
     glob_list,
     gpu_profile,
+    microseconds,
     positive_int,
     positive_seconds,
 )
+from reprokit.compare.timing import DEFAULT as TIMING
+from reprokit.compare.timing import TimingOptions
 from reprokit.errors import ExecutorError, HarnessError
-from reprokit.gpu import gpu_options, lock_clocks_value
+from reprokit.gpu import HostGpus, gpu_options, lock_clocks_value, notice
 from reprokit.harness.oracle import LEVELS
 from reprokit.harness.rows import case_cells
 from reprokit.options import RunOptions
@@ -57,11 +62,15 @@ def add_gpu_args(p) -> None:
 
 
 def gpu_from_args(args, profile, requested: str):
-    """The run's GpuOptions: the host's GPU checked against the profile (see reprokit.gpu)."""
+    """The run's GpuOptions: the host's GPU (looked at unless compile-only is asked) checked
+    against the profile (reprokit.gpu), and the line that choice deserves said here."""
     environ = args.host.environ or {}
-    return gpu_options(profile, requested, allow_mismatch=args.allow_gpu_mismatch,
-                       lock_clocks=lock_clocks_value(args.lock_clocks),
-                       cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"), say=say)
+    host = HostGpus.for_mode(requested, environ.get("CUDA_VISIBLE_DEVICES"))
+    gpu = gpu_options(profile, requested, host, allow_mismatch=args.allow_gpu_mismatch,
+                      lock_clocks=lock_clocks_value(args.lock_clocks))
+    if line := notice(gpu, host):
+        say(line)
+    return gpu
 
 
 def run_options(args, profile, **more):
@@ -69,6 +78,22 @@ def run_options(args, profile, **more):
     said once), workers, cases and timeout; `more` adds the verb's own (force, plan...)."""
     gpu = gpu_from_args(args, profile, args.mode)
     return RunOptions(gpu, workers=args.workers or os.cpu_count() or 1, only=args.cases, case_timeout_s=args.case_timeout, **more)
+
+
+def add_time_args(parser) -> None:
+    """The thresholds as options of a verb that compares times (diff, replay, report)."""
+    g = parser.add_argument_group("time comparison (SAME/FASTER/SLOWER/AMBIGUOUS; docs/compare.md)")
+    g.add_argument("--time-threshold", type=fraction, default=TIMING.threshold, metavar="FRACTION",
+                   help=f"smallest relative change of a time that counts (default {TIMING.threshold:g})")
+    g.add_argument("--time-min-us", type=microseconds, default=TIMING.min_abs_us, metavar="US",
+                   help=f"smallest absolute change that counts, in us (default {TIMING.min_abs_us:g})")
+    g.add_argument("--time-confidence", type=confidence, default=TIMING.confidence, metavar="P",
+                   help=f"confidence of the bootstrap intervals (default {TIMING.confidence:g})")
+
+
+def timing_options(args) -> TimingOptions:
+    """TimingOptions from add_time_args' options (which check themselves: UsageError)."""
+    return TimingOptions(threshold=args.time_threshold, min_abs_us=args.time_min_us, confidence=args.time_confidence)
 
 
 def console() -> Console:

@@ -224,6 +224,29 @@ def clock_mhz(text: str) -> str:
     return value
 
 
+def _bounded(name: str, low: float, high: float, doc: str):
+    """An argparse type: a finite number in [low, high) (high may be infinite). Its name is its
+    type in docs/cli.md and picks its rule in the bad-argument suite."""
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise Bad(f"{text!r} is not a number") from None
+        if math.isnan(value) or not low <= value < high:
+            upto = "" if math.isinf(high) else f" and below {high:g}"
+            raise Bad(f"must be {low:g} or more{upto}, got {text!r}")
+        return value
+
+    check.__name__, check.__qualname__, check.__doc__ = name, name, doc
+    return check
+
+
+fraction = _bounded("fraction", 0, 1, "A fraction from 0 up to, not including, 1 (0.05 is 5%).")
+confidence = _bounded("confidence", 0.5, 1, "A probability from 0.5 up to, not including, 1.")
+microseconds = _bounded("microseconds", 0, math.inf, "A finite number of microseconds, 0 or more.")
+
+
 # --- names -------------------------------------------------------------------------------------
 
 def _names(text: str, what: str) -> list[str]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from reprokit.commands._common import console, say
+from reprokit.commands._common import add_time_args, console, say, timing_options
 from reprokit.commands.argtypes import case_id, existing_path, natural
-from reprokit.compare import timing
 from reprokit.compare.grid import change_class, compare
 from reprokit.compare.irdiff import check_case, check_level, profile_problem, unified
 from reprokit.compare.normalise import LEVELS
@@ -37,14 +36,14 @@ def add_parser(sub) -> None:
     p.add_argument("--any-profile", action="store_true", help="compare bundles made for different GPU profiles")
     p.add_argument("--strict", action="store_true", help="exit 1 when only the normalised IR moved, too")
     p.add_argument("--json", action="store_true", help="print the grid (and any unified diffs) as JSON")
-    timing.add_arguments(p)
+    add_time_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if args.context < 0:
         raise UsageError(f"--context must be 0 or more, got {args.context}")
-    topts = timing.options_from_args(args)
+    topts = timing_options(args)
     a = open_result_set(args.a, key="a")
     b = open_result_set(args.b, key="b")
     if a.label == b.label:

@@ -11,9 +11,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from reprokit.commands._common import (
     EXECUTORS,
     add_gpu_args,
+    add_time_args,
     console,
     gpu_from_args,
     say,
+    timing_options,
 )
 from reprokit.commands.argtypes import (
     existing_file,
@@ -22,7 +24,6 @@ from reprokit.commands.argtypes import (
     positive_int,
     stack_list,
 )
-from reprokit.compare import timing
 from reprokit.compare.render import change_lines, grid_table
 from reprokit.compare.sources import open_verified
 from reprokit.config import load_config
@@ -59,7 +60,7 @@ def add_parser(sub) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when only the normalised IR moved, too")
     p.add_argument("--json", action="store_true", help="print the grid as JSON")
     add_gpu_args(p)
-    timing.add_arguments(p)
+    add_time_args(p)
     p.set_defaults(func=run)
 
 
@@ -73,7 +74,7 @@ def replay_mode(plan: dict) -> str:
 def run(args) -> int:
     if args.executor == "local" and args.stacks is not None:
         raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
-    topts = timing.options_from_args(args)
+    topts = timing_options(args)
     bundle = open_verified(args.bundle)   # verified before any stack is built
     profile = bundle_profile(bundle.plan)
     select_cases(bundle.plan, args.cases)  # said before anything starts, in one line

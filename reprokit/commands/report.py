@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from reprokit.commands._common import add_time_args, timing_options
 from reprokit.commands.argtypes import existing_file, out_file
-from reprokit.compare import timing
 from reprokit.report import FORMATS, check_out, render, write
 
 
@@ -30,12 +30,12 @@ def add_parser(sub) -> None:
                         "each finding says whether it still shows there, 'fixed in X.Y.Z' where not")
     p.add_argument("--mixed-profiles", action="store_true",
                    help="allow bundles of different GPU profiles side by side (refused by default)")
-    timing.add_arguments(p)
+    add_time_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    topts = timing.options_from_args(args)
+    topts = timing_options(args)
     inputs = list(args.bundles) + ([args.newest] if args.newest else [])
     out = check_out(args.out, inputs) if args.out is not None else None
     text = render(args.bundles, args.format, mixed_profiles=args.mixed_profiles, timing_options=topts,

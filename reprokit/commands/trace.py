@@ -16,7 +16,7 @@ from reprokit.commands._common import say
 from reprokit.config import Stack, load_config
 from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
 from reprokit.executors.local import LocalExecutor
-from reprokit.gpu import gpu_options
+from reprokit.gpu import HostGpus, gpu_options
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
 from reprokit.records import Results
 from reprokit.run.capture import capture
@@ -92,8 +92,8 @@ def _gpu(args, profile) -> GpuOptions:
     """The host's GPU checked against the profile as `run` does; a host without one traces under
     the interpreter (the capture is compile-only either way)."""
     environ = args.host.environ or {}
-    return gpu_options(profile, "auto", allow_mismatch=args.allow_gpu_mismatch,
-                       cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"))
+    return gpu_options(profile, "auto", HostGpus.detect(environ.get("CUDA_VISIBLE_DEVICES")),
+                       allow_mismatch=args.allow_gpu_mismatch)
 
 
 def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool):

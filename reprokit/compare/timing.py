@@ -24,8 +24,6 @@ How a label is reached (nvbench's robust compare, with bootstrap intervals):
 
 from __future__ import annotations
 
-import argparse
-import math
 import random
 import statistics
 from dataclasses import dataclass
@@ -46,54 +44,16 @@ class TimingOptions:
     resamples: int = 2000
     seed: int = 20261123
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold < 1:
+            raise UsageError(f"--time-threshold must be a fraction in [0, 1), got {self.threshold:g}")
+        if self.min_abs_us < 0:
+            raise UsageError(f"--time-min-us must be 0 or more, got {self.min_abs_us:g}")
+        if not 0.5 <= self.confidence < 1:
+            raise UsageError(f"--time-confidence must be in [0.5, 1), got {self.confidence:g}")
+
 
 DEFAULT = TimingOptions()
-
-
-def _bounded(name: str, low: float, high: float, doc: str):
-    """An argparse type: a finite number in [low, high) (high may be infinite). Its name is its
-    type in docs/cli.md and picks its rule in the bad-argument suite."""
-
-    def check(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if math.isnan(value) or not low <= value < high:
-            upto = "" if math.isinf(high) else f" and below {high:g}"
-            raise argparse.ArgumentTypeError(f"must be {low:g} or more{upto}, got {text!r}")
-        return value
-
-    check.__name__, check.__qualname__, check.__doc__ = name, name, doc
-    return check
-
-
-fraction = _bounded("fraction", 0, 1, "A fraction from 0 up to, not including, 1 (0.05 is 5%).")
-confidence = _bounded("confidence", 0.5, 1, "A probability from 0.5 up to, not including, 1.")
-microseconds = _bounded("microseconds", 0, math.inf, "A finite number of microseconds, 0 or more.")
-
-
-def add_arguments(parser) -> None:
-    """The thresholds as options of a verb that compares times (diff, replay, report)."""
-    g = parser.add_argument_group("time comparison (SAME/FASTER/SLOWER/AMBIGUOUS; docs/compare.md)")
-    g.add_argument("--time-threshold", type=fraction, default=DEFAULT.threshold, metavar="FRACTION",
-                   help=f"smallest relative change of a time that counts (default {DEFAULT.threshold:g})")
-    g.add_argument("--time-min-us", type=microseconds, default=DEFAULT.min_abs_us, metavar="US",
-                   help=f"smallest absolute change that counts, in us (default {DEFAULT.min_abs_us:g})")
-    g.add_argument("--time-confidence", type=confidence, default=DEFAULT.confidence, metavar="P",
-                   help=f"confidence of the bootstrap intervals (default {DEFAULT.confidence:g})")
-
-
-def options_from_args(args) -> TimingOptions:
-    """TimingOptions from add_arguments' options; UsageError for values that mean nothing."""
-    t, m, c = args.time_threshold, args.time_min_us, args.time_confidence
-    if not 0 <= t < 1:
-        raise UsageError(f"--time-threshold must be a fraction in [0, 1), got {t:g}")
-    if m < 0:
-        raise UsageError(f"--time-min-us must be 0 or more, got {m:g}")
-    if not 0.5 <= c < 1:
-        raise UsageError(f"--time-confidence must be in [0.5, 1), got {c:g}")
-    return TimingOptions(threshold=t, min_abs_us=m, confidence=c)
 
 
 @dataclass(frozen=True)
@@ -261,11 +221,9 @@ __all__ = [
     "Judgement",
     "Side",
     "TimingOptions",
-    "add_arguments",
     "common_method",
     "judge",
     "judge_raw",
-    "options_from_args",
     "ratio_interval",
     "side_from_raw",
 ]

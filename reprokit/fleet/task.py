@@ -23,7 +23,7 @@ from reprokit.errors import ReprokitError, UsageError
 from reprokit.executors import make_executor
 from reprokit.fleet import slurm, state
 from reprokit.fleet.spec import FleetSpec
-from reprokit.gpu import gpu_options
+from reprokit.gpu import HostGpus, gpu_options, notice
 from reprokit.options import BundleOptions, HostEnv, Report, RunOptions, quiet
 from reprokit.run.replay import write_kernels
 from reprokit.run.stacks import run_stacks
@@ -157,7 +157,10 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
         plan = shard_plan({**bundle.plan, "profile": profile.to_dict(), "stack": task.stack}, *task.shard)
         request = FleetSpec.from_dict(fleet.spec).request(profile.key)
         workers = request.cpus_per_task or int(env.get("SLURM_CPUS_PER_TASK") or 1)
-        gpu = gpu_options(profile, fleet.mode, cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"), say=report)
+        gpus = HostGpus.for_mode(fleet.mode, env.get("CUDA_VISIBLE_DEVICES"))
+        gpu = gpu_options(profile, fleet.mode, gpus)
+        if line := notice(gpu, gpus):
+            report(line)
         with locks.scratch(host.tmp, "fleet") as tmp, \
                 make_executor(request.executor, host, with_torch=gpu.on_gpu, report=report, stacks=[stack]) as ex:
             kernels = Path(tmp) / "kernels"

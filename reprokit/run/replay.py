@@ -94,13 +94,11 @@ def write_kernels(bundle, dest: Path) -> None:
 
 
 def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: BundleOptions, *,
-           workers: int = 1, cases: str | None = None, progress=None, run=None,
+           workers: int = 1, cases: str | None = None, progress=None,
            timing_options: TimingOptions = DEFAULT) -> Replay:
     """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
     `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
-    sha256 as parent, and compare. `run` is reprokit.run.stacks.run_stacks (a parameter so benchmarks
-    can time the parts)."""
-    run = run or run_stacks
+    sha256 as parent, and compare."""
     plan = select_cases(bundle.plan, cases)
     own = stacks is None
     stacks = [bundle_stack(bundle.manifest)] if own else stacks
@@ -109,7 +107,7 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
         kernels.mkdir()
         write_kernels(bundle, kernels)
         options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels)
-        outcomes = run(stacks, executor, options, replace(out, parent=bundle.sha256), progress)
+        outcomes = run_stacks(stacks, executor, options, replace(out, parent=bundle.sha256), progress)
     columns = [_recorded(bundle, {c["id"] for c in plan["cases"]})]
     for o in outcomes:
         columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack)) if o.ok

@@ -12,7 +12,7 @@ import pytest
 
 from reprokit.config import load_config
 from reprokit.errors import GpuMismatchError
-from reprokit.gpu import detect, gpu_options, mismatches
+from reprokit.gpu import HostGpus, detect, gpu_options, mismatches
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +32,10 @@ def test_nvml_matches_exactly_the_profiles_of_this_gpu(host_gpu):
     assert len(mine) <= 1, [p.key for p in mine]
     for p in cfg.gpus.values():
         if p in mine:
-            assert gpu_options(p, "auto", gpus=[host_gpu]).on_gpu
+            assert gpu_options(p, "auto", HostGpus((host_gpu,))).on_gpu
         else:
             with pytest.raises(GpuMismatchError):
-                gpu_options(p, "auto", gpus=[host_gpu])
+                gpu_options(p, "auto", HostGpus((host_gpu,)))
 
 
 def test_the_wrong_profile_stops_the_run_in_one_line(host_gpu, tmp_path):

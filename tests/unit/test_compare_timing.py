@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.commands._common import add_time_args, timing_options
 from reprokit.compare import timing
 from reprokit.compare.grid import compare
 from reprokit.errors import UsageError
@@ -124,17 +125,19 @@ def test_a_time_that_moved_moves_the_cell_and_only_then():
 
 def _args(**kw):
     p = argparse.ArgumentParser()
-    timing.add_arguments(p)
+    add_time_args(p)
     return p.parse_args([f"--{k.replace('_', '-')}={v}" for k, v in kw.items()])
 
 
 def test_thresholds_are_options_with_documented_defaults_and_checked():
-    assert timing.options_from_args(_args()) == timing.DEFAULT
-    assert timing.options_from_args(_args(time_threshold=0.05)).threshold == 0.05
+    assert timing_options(_args()) == timing.DEFAULT
+    assert timing_options(_args(time_threshold=0.05)).threshold == 0.05
     defaults = {"time_threshold": timing.DEFAULT.threshold, "time_min_us": timing.DEFAULT.min_abs_us,
                 "time_confidence": timing.DEFAULT.confidence}
     for bad in ({"time_threshold": 1.5}, {"time_min_us": -1}, {"time_confidence": 1.0}):
         with pytest.raises(SystemExit):  # the parser's types refuse it at the door
             _args(**bad)
         with pytest.raises(UsageError):  # and so does the library, for callers without the parser
-            timing.options_from_args(argparse.Namespace(**{**defaults, **bad}))
+            timing_options(argparse.Namespace(**{**defaults, **bad}))
+        with pytest.raises(UsageError):  # the options object itself, for callers without arguments
+            timing.TimingOptions(**{k.replace("time_", "").replace("min_us", "min_abs_us"): v for k, v in bad.items()})

@@ -13,7 +13,7 @@ import pytest
 from reprokit.bundle import schemas
 from reprokit.config import load_config
 from reprokit.errors import GpuMismatchError, UsageError
-from reprokit.gpu import HostGpu, gpu_options, lock_clocks_value, mismatches, visible
+from reprokit.gpu import HostGpu, HostGpus, gpu_options, lock_clocks_value, mismatches, notice, visible
 from reprokit.suite import build_plan
 
 H100 = HostGpu(0, "NVIDIA H100 80GB HBM3", 90, 85520809984, "GPU-8f3e2d1c-aaaa-bbbb-cccc-0123456789ab")
@@ -41,35 +41,36 @@ def test_profiles_match_by_name_and_memory_as_well_as_capability(cfg):
 
 def test_run_gpu_h200_on_an_h100_stops_in_one_line(cfg):
     with pytest.raises(GpuMismatchError) as e:
-        gpu_options(cfg.gpu("h200"), "auto", gpus=[H100])
+        gpu_options(cfg.gpu("h200"), "auto", HostGpus((H100,)))
     msg = str(e.value)
     assert "\n" not in msg and "not a h200 (NVIDIA H200, sm_90)" in msg and "--allow-gpu-mismatch" in msg
     assert GpuMismatchError.exit_code == 2
 
 
 def test_allowed_mismatch_runs_and_is_recorded(cfg):
-    said = []
-    gpu = gpu_options(cfg.gpu("h200"), "auto", allow_mismatch=True, gpus=[H100], say=said.append)
+    gpu = gpu_options(cfg.gpu("h200"), "auto", HostGpus((H100,)), allow_mismatch=True)
+    said = [notice(gpu, HostGpus((H100,)))]
     assert gpu.on_gpu and gpu.allow_mismatch and len(gpu.mismatch) == 2 and "warning" in said[0]
     rec = gpu.record()
     assert rec["host"] == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "capability": 90, "memory_total": 85520809984}
     assert rec["allow_mismatch"] is True and rec["mismatch"][0].startswith("name ")
     # Another architecture cannot run the profile's code, allowed or not.
     with pytest.raises(GpuMismatchError, match="capability sm_90, not sm_100") as e:
-        gpu_options(cfg.gpu("b200"), "auto", allow_mismatch=True, gpus=[H100])
+        gpu_options(cfg.gpu("b200"), "auto", HostGpus((H100,)), allow_mismatch=True)
     assert "--allow-gpu-mismatch" not in str(e.value)
 
 
 def test_matching_gpu_and_no_gpu(cfg):
-    gpu = gpu_options(cfg.gpu("h100"), "auto", gpus=[H100])
+    gpu = gpu_options(cfg.gpu("h100"), "auto", HostGpus((H100,)))
     assert gpu.on_gpu and gpu.mismatch == () and gpu.record()["host"]["name"] == H100.name
-    said = []
-    none = gpu_options(cfg.gpu("h100"), "auto", gpus=[], why_none="NVML is not available", say=said.append)
+    nothing = HostGpus((), "NVML is not available")
+    none = gpu_options(cfg.gpu("h100"), "auto", nothing)
+    said = [line for line in (notice(none, nothing), notice(gpu, HostGpus((H100,)))) if line]
     assert none.mode == "compile-only" and none.record() is None
     assert len(said) == 1 and "compile-only" in said[0] and "sm_90" in said[0]
     with pytest.raises(GpuMismatchError, match="no GPU"):
-        gpu_options(cfg.gpu("h100"), "gpu", gpus=[], why_none="x")
-    assert gpu_options(cfg.gpu("b200"), "compile-only", gpus=[H100]).mode == "compile-only"
+        gpu_options(cfg.gpu("h100"), "gpu", HostGpus((), "x"))
+    assert gpu_options(cfg.gpu("b200"), "compile-only", HostGpus((H100,))).mode == "compile-only"
 
 
 def test_the_gpu_checked_is_the_one_cuda_will_use():
@@ -86,13 +87,13 @@ def test_lock_clocks_is_asked_for_and_needs_a_gpu_run(cfg):
         with pytest.raises(UsageError, match="--lock-clocks"):
             lock_clocks_value(bad)
     with pytest.raises(UsageError, match="needs a run on the GPU"):
-        gpu_options(cfg.gpu("h100"), "compile-only", lock_clocks="max")
-    assert gpu_options(cfg.gpu("h100"), "auto", lock_clocks="1755", gpus=[H100]).record()["lock_clocks"] == "1755"
+        gpu_options(cfg.gpu("h100"), "compile-only", HostGpus(), lock_clocks="max")
+    assert gpu_options(cfg.gpu("h100"), "auto", HostGpus((H100,)), lock_clocks="1755").record()["lock_clocks"] == "1755"
 
 
 def test_plan_records_the_gpu_check_and_validates(cfg):
     plan = build_plan(cfg.gpu("h200"), {"name": "local", "triton": "3.6.0"}, mode="gpu", only="block_ptr.p0")
-    plan["gpu"] = gpu_options(cfg.gpu("h200"), "auto", allow_mismatch=True, gpus=[H100]).record()
+    plan["gpu"] = gpu_options(cfg.gpu("h200"), "auto", HostGpus((H100,)), allow_mismatch=True).record()
     assert schemas.problems("plan.json", json.loads(json.dumps(plan))) == []
     plan["gpu"]["lock_clocks"] = "fast"
     assert schemas.problems("plan.json", plan)
@@ -117,7 +118,7 @@ def test_a_bundle_says_it_ran_on_another_gpu(tmp_path, cfg):
     path = make_bundle(tmp_path, mode="gpu")
     cap = tmp_path / "capture"
     plan = json_mod.loads((cap / "plan.json").read_text())
-    plan["gpu"] = gpu_options(cfg.gpu("h200"), "auto", allow_mismatch=True, gpus=[H100], lock_clocks="1755").record()
+    plan["gpu"] = gpu_options(cfg.gpu("h200"), "auto", HostGpus((H100,)), allow_mismatch=True, lock_clocks="1755").record()
     (cap / "plan.json").write_text(json_mod.dumps(plan, indent=1, sort_keys=True) + "\n")
     from reprokit.bundle.writer import write_bundle
     from reprokit.options import BundleOptions, Origin
