@@ -8,6 +8,8 @@ sweep's grid) is one field here, not a keyword threaded through three layers:
     GpuOptions     which GPU profile, and whether cases compile ahead of time or run on it
     RunOptions     what a capture runs (workers, cases, timeouts, a replayed plan and kernels)
     BundleOptions  where and how a capture is packed (out folder, share, parent, bundle time)
+
+Progress goes the other way through one channel, a Listener (or its `note`, a Report).
 """
 
 from __future__ import annotations
@@ -32,6 +34,29 @@ _OFF = ("", "0", "off", "no", "false")
 
 def quiet(msg: str) -> None:
     """A Report that drops everything (the default where no one listens)."""
+
+
+class Listener:
+    """How the layers below the verbs tell a verb where a run is: the one channel they are
+    handed, with typed options beside it. This base hears nothing; a verb overrides what it
+    shows (bars, lines; nothing under --json).
+
+        note(line)           one line of progress or warning (the Report an executor gets)
+        stack(name, state)   a stack's capture: capturing, bundling, then done or failed
+        step(step)           a bisection's capture, done (a reprokit.run.bisect.Step)
+    """
+
+    def note(self, line: str) -> None:
+        """One line of progress or warning."""
+
+    def stack(self, name: str, state: str) -> None:
+        """Where one stack's capture is."""
+
+    def step(self, step: object) -> None:
+        """One capture of a bisection, done."""
+
+
+SILENT = Listener()
 
 
 def with_torch_value(raw: str | None) -> bool | None:

@@ -6,6 +6,7 @@ import os
 import sys
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from reprokit.commands.argtypes import (
@@ -25,7 +26,7 @@ from reprokit.errors import ExecutorError, HarnessError
 from reprokit.gpu import HostGpus, gpu_options, lock_clocks_value, notice
 from reprokit.harness.oracle import LEVELS
 from reprokit.harness.rows import case_cells
-from reprokit.options import RunOptions
+from reprokit.options import Listener, RunOptions
 from reprokit.run.execute import harness_error_message
 from reprokit.run.stacks import grid
 
@@ -94,6 +95,31 @@ def add_time_args(parser) -> None:
 def timing_options(args) -> TimingOptions:
     """TimingOptions from add_time_args' options (which check themselves: UsageError)."""
     return TimingOptions(threshold=args.time_threshold, min_abs_us=args.time_min_us, confidence=args.time_confidence)
+
+
+class StackBars(Listener):
+    """The Listener of `run` and `replay`: one rich bar per stack (capturing, bundling, done or
+    failed), drawn on the terminal and off under --json; its notes go to stderr."""
+
+    STEPS = {"capturing": 0, "bundling": 1, "done": 2, "failed": 2}
+
+    def __init__(self, names: list[str], *, off: bool):
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
+                            TimeElapsedColumn(), console=console(), transient=False, disable=off)
+        self.tasks = {n: self.bar.add_task(n, total=2, state="waiting") for n in names}
+
+    def __enter__(self) -> StackBars:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.__exit__(*exc)
+
+    def note(self, line: str) -> None:
+        say(line)
+
+    def stack(self, name: str, state: str) -> None:
+        self.bar.update(self.tasks[name], completed=self.STEPS[state], state=state)
 
 
 def console() -> Console:

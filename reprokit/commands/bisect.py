@@ -27,7 +27,7 @@ from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import make_executor
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.options import BundleOptions, GpuOptions, Listener, RunOptions
 from reprokit.run.bisect import bisect, list_releases, max_captures, parse_range
 from reprokit.suite import expand_cases, load_suite
 from reprokit.userspec.plan import checked, project_run
@@ -99,15 +99,16 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, options) -> 
                   disable=args.json) as bar:
         task = bar.add_task(args.case, total=total, last="")
 
-        def on_step(step) -> None:
-            rel = "" if step.same_as_first is None else (" (as the first)" if step.same_as_first else " (changed)")
-            seen = f"{step.status}/{step.verdict}" + ("" if metric.kind == "verdict" else f", {metric.text(step.value)}")
-            bar.update(task, advance=1, last=f"{step.version}: {seen}")
-            if not args.json:
-                bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): {seen}{rel}")
+        class Steps(Listener):
+            def step(self, step) -> None:
+                rel = "" if step.same_as_first is None else (" (as the first)" if step.same_as_first else " (changed)")
+                seen = f"{step.status}/{step.verdict}" + ("" if metric.kind == "verdict" else f", {metric.text(step.value)}")
+                bar.update(task, advance=1, last=f"{step.version}: {seen}")
+                if not args.json:
+                    bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): {seen}{rel}")
 
         result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
-                        on_step=on_step, tmp_root=args.host.tmp, metric=metric, options=options)
+                        listener=Steps(), tmp_root=args.host.tmp, metric=metric, options=options)
         bar.update(task, total=len(result.steps), completed=len(result.steps))
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 from reprokit.commands._common import (
     EXECUTORS,
+    StackBars,
     add_gpu_args,
     add_time_args,
     console,
@@ -88,16 +87,9 @@ def run(args) -> int:
     names = [s.name for s in stacks] if stacks else [bundle_stack(bundle.manifest).name]
     with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say,
                        stacks=stacks or [bundle_stack(bundle.manifest)]) as executor, \
-            Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
-                     TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
-        tasks = {n: bar.add_task(n, total=2, state="waiting") for n in names}
-        steps = {"capturing": 0, "bundling": 1, "done": 2, "failed": 2}
-
-        def progress(name: str, state: str) -> None:
-            bar.update(tasks[name], completed=steps[state], state=state)
-
+            StackBars(names, off=args.json) as bars:
         result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
-                        workers=args.workers, cases=args.cases, progress=progress, timing_options=topts)
+                        workers=args.workers, cases=args.cases, listener=bars, timing_options=topts)
     grid = result.grid
     for o in result.outcomes:
         if o.harness_errors:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 from reprokit.commands._common import (
+    StackBars,
     add_project_arg,
     add_run_args,
-    console,
     outcomes_exit_code,
     print_grid,
     run_options,
@@ -65,15 +63,8 @@ def run(args) -> int:
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     with project_run(project, options, args.host.tmp, report=say) as options, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
-            Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[state]}"),
-                  TimeElapsedColumn(), console=console(), transient=False, disable=args.json) as bar:
-        tasks = {s.name: bar.add_task(s.name, total=2, state="waiting") for s in stacks}
-        steps_done = {"capturing": 0, "bundling": 1, "done": 2, "failed": 2}
-
-        def progress(name: str, state: str) -> None:
-            bar.update(tasks[name], completed=steps_done[state], state=state)
-
-        outcomes = run_stacks(stacks, executor, options, bundle, progress)
+            StackBars([s.name for s in stacks], off=args.json) as bars:
+        outcomes = run_stacks(stacks, executor, options, bundle, bars)
     if args.json:
         print(json.dumps({"gpu": profile.key, "mode": gpu.mode, "executor": executor.name, "stacks": [
             {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,

@@ -20,7 +20,6 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from reprokit import locks, proc
 from reprokit.bundle.reader import open_bundle
@@ -29,7 +28,8 @@ from reprokit.compare.metric import Metric
 from reprokit.compare.sources import ResultSet
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
-from reprokit.options import BundleOptions, GpuOptions, HostEnv, RunOptions
+from reprokit.executors import Executor
+from reprokit.options import SILENT, BundleOptions, GpuOptions, HostEnv, Listener, RunOptions
 from reprokit.run.stacks import run_stacks
 
 PYPI_JSON = "https://pypi.org/pypi/triton/json"
@@ -154,14 +154,14 @@ def max_captures(n: int) -> int:
     return 2 + max(0, (n - 2).bit_length())
 
 
-def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor, bundle: BundleOptions, *,
-           on_step: Callable[[Step], None] | None = None, run=None, tmp_root: Path | None = None,
+def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor: Executor,
+           bundle: BundleOptions, *, listener: Listener = SILENT, tmp_root: Path | None = None,
            metric: Metric | None = None, options: RunOptions | None = None) -> Bisection:
     """Find the first release in `releases.usable` whose `metric` for `case` (default: its status
-    and verdict) differs from the first release's, beyond the metric's threshold. Writes the two boundary bundles under bundle.out_dir (one when nothing
+    and verdict) differs from the first release's, beyond the metric's threshold; `listener.step`
+    hears each capture. Writes the two boundary bundles under bundle.out_dir (one when nothing
     changed); the other captures are packed in a scratch folder under tmp_root (default: the
     system temp folder) and dropped."""
-    run = run or run_stacks
     metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
     options = options or RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
@@ -177,10 +177,10 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         if v in seen:
             return seen[v][0]
         stack = stack_for(v, config)
-        (o,) = run([stack], executor, options, replace(bundle, out_dir=scratch / v))
+        (o,) = run_stacks([stack], executor, options, replace(bundle, out_dir=scratch / v))
         if not o.ok:
             raise _outcome_error(o)
-        rec = o.results.case(case)
+        rec = o.results.case(case) if o.results else None
         if rec is None:
             raise ExecutorError(f"{stack.name}: the capture holds no case {case}")
         key = metric.value(rec, _ir_reader(o.bundle, case) if metric.needs_ir else None)
@@ -188,8 +188,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         same = None if i == 0 else metric.same(seen[versions[0]][0], key)
         step = Step(len(steps) + 1, v, stack.name, rec.status, rec.verdict, same, key)
         steps.append(step)
-        if on_step:
-            on_step(step)
+        listener.step(step)
         return key
 
     try:

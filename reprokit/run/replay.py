@@ -19,7 +19,7 @@ from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.compare.timing import DEFAULT, TimingOptions
 from reprokit.config import GpuProfile, Stack, stack_fields
 from reprokit.errors import ExecutorError, HarnessError, UsageError
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, RunOptions
 from reprokit.run.stacks import run_stacks
 
 
@@ -94,7 +94,7 @@ def write_kernels(bundle, dest: Path) -> None:
 
 
 def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: BundleOptions, *,
-           workers: int = 1, cases: str | None = None, progress=None,
+           workers: int = 1, cases: str | None = None, listener: Listener = SILENT,
            timing_options: TimingOptions = DEFAULT) -> Replay:
     """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
     `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
@@ -107,7 +107,7 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
         kernels.mkdir()
         write_kernels(bundle, kernels)
         options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels)
-        outcomes = run_stacks(stacks, executor, options, replace(out, parent=bundle.sha256), progress)
+        outcomes = run_stacks(stacks, executor, options, replace(out, parent=bundle.sha256), listener)
     columns = [_recorded(bundle, {c["id"] for c in plan["cases"]})]
     for o in outcomes:
         columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack)) if o.ok

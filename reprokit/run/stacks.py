@@ -15,23 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from reprokit import locks
 from reprokit.config import Stack
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
-from reprokit.options import BundleOptions, RunOptions
+from reprokit.options import SILENT, BundleOptions, Listener, RunOptions
 from reprokit.records import Results
 from reprokit.run.capture import capture, keep_failed
 from reprokit.run.publish import publish
 
 # The lock a run holds on its bundle folder (as `<out>/.run.lock`).
 RUN_LOCK = "run"
-
-# progress(stack name, state): how run_stacks tells its caller where it is.
-Progress = Callable[[str, str], None]
-
 
 @dataclass(frozen=True)
 class StackOutcome:
@@ -48,9 +43,9 @@ class StackOutcome:
 
 
 def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bundle: BundleOptions,
-               progress: Progress | None = None) -> list[StackOutcome]:
-    """Capture and bundle each stack in turn (into bundle.out_dir); `progress(stack, state)` hears
-    capturing, bundling, then done or failed."""
+               listener: Listener = SILENT) -> list[StackOutcome]:
+    """Capture and bundle each stack in turn (into bundle.out_dir); `listener.stack(name, state)`
+    hears capturing, bundling, then done or failed."""
     outcomes = []
     out = Path(bundle.out_dir)
     try:
@@ -62,15 +57,13 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
     with locks.hold(out / RUN_LOCK, "a run", shown=out):
         locks.sweep(out)  # what killed runs left here
         for stack in stacks:
-            if progress:
-                progress(stack.name, "capturing")
+            listener.stack(stack.name, "capturing")
             name = f"{stack.name}-{options.profile.key}"
             try:
                 with locks.temp(out, f".{name}", "run", is_dir=True) as tmp:
                     cap = capture(stack, executor, tmp.path / name, _options_for(options, stack),
                                   failed_as=out / name)
-                    if progress:
-                        progress(stack.name, "bundling")
+                    listener.stack(stack.name, "bundling")
                     try:
                         path = publish(cap.out_dir, cap.origin(), bundle)
                     except CaptureInvalid as e:
@@ -83,8 +76,7 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
                 raise  # the output itself is unusable: every other stack would fail the same way
             except ReprokitError as e:
                 outcomes.append(StackOutcome(stack.name, None, None, str(e)))
-            if progress:
-                progress(stack.name, "done" if outcomes[-1].ok else "failed")
+            listener.stack(stack.name, "done" if outcomes[-1].ok else "failed")
     return outcomes
 
 

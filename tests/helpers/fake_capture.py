@@ -254,6 +254,29 @@ def _judge(case: dict, rec: dict, files: dict, gate: dict | None) -> None:
         rec.update(oracle.judge(case, rec, gate))
 
 
+def env_doc(*, hostname: str = "buildbox-7", home: str = "/home/alice", env_vars: dict | None = None,
+            gpu: dict | None = None) -> dict:
+    """env.json as the harness writes it on a triton 3.5.0 stack (env_vars NOT redacted)."""
+    return {
+        "format": 1, "taken": TAKEN,
+        "os": {"system": "Linux", "release": "6.8.0-45-generic", "machine": "x86_64", "distro": "Ubuntu 24.04.1 LTS",
+               "hostname": hostname, "in_container": True},
+        "python": {"version": "3.12.3", "executable": "/opt/stack/bin/python", "implementation": "CPython"},
+        "packages": {"triton": {"version": "3.5.0", "location": "/opt/stack/lib/python3.12/site-packages/triton"},
+                     "torch": None, "nvidia-ml-py": None, "numpy": {"version": "2.1.0", "location": None}},
+        "tools": {"ptxas": {"path": f"{home}/.venv/bin/ptxas", "version": "12.8.93"},
+                  "cuobjdump": {"path": None, "version": None}, "nvdisasm": {"path": None, "version": None}},
+        "pip_freeze": ["numpy==2.1.0", "triton==3.5.0"],
+        "env_vars": {"TRITON_CACHE_DIR": f"{home}/.triton/cache", "PATH": "/opt/stack/bin:/usr/bin",
+                     "CUDA_VISIBLE_DEVICES": "0", **(env_vars or {})},
+        "redacted": [],
+        "knobs": {"compilation": {"always_compile": True, "dump_dir": None}},
+        "unread_knobs": [{"name": "TRITON_TMA_ENABLE", "set": False,
+                          "why": "triton 3.5.0 reads TRITON_TMA_ENABLE nowhere (Python sources and libtriton); not set"}],
+        "gpu": gpu,
+    }
+
+
 def make_capture(root: Path, *, mode: str = "compile-only", env_vars: dict | None = None,
                  hostname: str = "buildbox-7", home: str = "/home/alice", gpu_uuid: str | None = None,
                  gpu_serial: str | None = None, harness_log_extra: str = "", gemm_cases: int = 0,
@@ -291,24 +314,7 @@ def make_capture(root: Path, *, mode: str = "compile-only", env_vars: dict | Non
         gpu = {"available": True, "driver": "580.65.06", "cuda_driver": 13000, "devices": [
             {"name": "NVIDIA H100 80GB HBM3", "uuid": gpu_uuid or "GPU-00000000-1111-2222-3333-444444444444",
              "serial": gpu_serial or "1650000000000", "capability": 90, "memory_total": 85520809984}]}
-    env = {
-        "format": 1, "taken": TAKEN,
-        "os": {"system": "Linux", "release": "6.8.0-45-generic", "machine": "x86_64", "distro": "Ubuntu 24.04.1 LTS",
-               "hostname": hostname, "in_container": True},
-        "python": {"version": "3.12.3", "executable": "/opt/stack/bin/python", "implementation": "CPython"},
-        "packages": {"triton": {"version": "3.5.0", "location": "/opt/stack/lib/python3.12/site-packages/triton"},
-                     "torch": None, "nvidia-ml-py": None, "numpy": {"version": "2.1.0", "location": None}},
-        "tools": {"ptxas": {"path": f"{home}/.venv/bin/ptxas", "version": "12.8.93"},
-                  "cuobjdump": {"path": None, "version": None}, "nvdisasm": {"path": None, "version": None}},
-        "pip_freeze": ["numpy==2.1.0", "triton==3.5.0"],
-        "env_vars": {"TRITON_CACHE_DIR": f"{home}/.triton/cache", "PATH": "/opt/stack/bin:/usr/bin",
-                     "CUDA_VISIBLE_DEVICES": "0", **(env_vars or {})},
-        "redacted": [],
-        "knobs": {"compilation": {"always_compile": True, "dump_dir": None}},
-        "unread_knobs": [{"name": "TRITON_TMA_ENABLE", "set": False,
-                          "why": "triton 3.5.0 reads TRITON_TMA_ENABLE nowhere (Python sources and libtriton); not set"}],
-        "gpu": gpu,
-    }
+    env = env_doc(hostname=hostname, home=home, env_vars=env_vars, gpu=gpu)
     results = {"format": 1, "harness": "0.1.0", "triton": "3.5.0",
                "target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "started": STARTED, "finished": FINISHED,
                "wall_s": 12.3, "workers": 2, "mode": mode, "cases": records}

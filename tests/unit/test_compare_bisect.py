@@ -1,20 +1,22 @@
 """Bisect's parts that need no index or compiler: the range, the release list, the stack a release
-gets, and the search itself over every position of the change (the captures come from a runner
-that answers by version; tests/integration runs the real one)."""
+gets, and the search itself over every position of the change (the captures go through the real
+spine, with an executor whose harness answers by version; tests/integration runs real stacks)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import tarfile
 
 import pytest
 
 from reprokit.config import load_config
 from reprokit.errors import UsageError
-from reprokit.options import BundleOptions
-from reprokit.records import CaseRecord, Results
+from reprokit.options import BundleOptions, HostEnv, Listener
+from reprokit.records import CaseRecord
 from reprokit.run.bisect import Releases, bisect, list_releases, max_captures, parse_range, stack_for
-from reprokit.run.stacks import StackOutcome
+from tests.helpers.scripted_executor import ScriptedExecutor
 
+CASE = "block_ptr.p0"  # a case of the suite: bisect plans it as a capture would
 INDEX = ["3.9.0", "3.8.0", "3.7.1", "3.7.0", "3.6.0", "3.5.1", "3.5.0", "3.4.0", "3.3.1", "3.3.0", "3.2.0",
          "3.1.0", "3.0.0", "2.3.1"]
 
@@ -53,45 +55,52 @@ def test_a_release_stacks_toml_pins_uses_that_stack_else_its_own_on_an_older_bas
     assert own.base_image == cfg.stack("triton-3.2-cu129").base_image
 
 
+def _bisect(tmp_path, versions, script, **kw):
+    """bisect over the real spine (plan, capture folder, results, bundles), the harness scripted."""
+    host = HostEnv(tmp=tmp_path)
+    executor = ScriptedExecutor(script, host)
+    r = bisect(CASE, load_config().gpu("h100"), Releases(tuple(versions), (), "3.11"), load_config(), executor,
+               BundleOptions(out_dir=tmp_path / "out", environ={}), tmp_root=tmp_path, **kw)
+    return r, executor.ran
+
+
+def _triton_of(bundle) -> str:
+    """The Triton a packed bundle's results.json names (its scripted records are not the oracle's
+    own on any IR, so verify would refuse it: read the member itself)."""
+    with tarfile.open(bundle) as t:
+        member = next(m for m in t.getmembers() if m.name.endswith("/results.json"))
+        return json.load(t.extractfile(member))["triton"]
+
+
+class Steps(Listener):
+    def __init__(self):
+        self.heard = []
+
+    def step(self, step):
+        self.heard.append(step)
+
+
 @pytest.mark.parametrize("change_at", range(1, 13))
 def test_the_search_finds_every_change_point_within_the_bound(tmp_path, change_at):
     versions = tuple(sorted(INDEX[:-1], key=lambda v: tuple(map(int, v.split(".")))))
-    calls = []
 
-    def run(stacks, executor, options, bundle, progress=None):
-        (stack,) = stacks
-        v = stack.triton
-        calls.append(v)
-        out = Path(bundle.out_dir)
-        out.mkdir(parents=True)
-        path = out / f"{stack.name}.tgz"
-        path.write_bytes(v.encode())
-        after = versions.index(v) >= change_at
-        case = CaseRecord("x.p0", "x", "P0", "unsupported" if after else "ok", "unsupported" if after else "tma",
-                          "tma", None, "")
-        return [StackOutcome(stack.name, path, Results(v, "compile-only", (case,)), None)]
+    def script(stack, case):
+        after = versions.index(stack.triton) >= change_at
+        return {"status": "unsupported", "verdict": "unsupported"} if after else {"status": "ok", "verdict": "tma"}
 
-    steps = []
-    r = bisect("x.p0", load_config().gpu("h100"), Releases(versions, (), "3.11"), load_config(), None,
-               BundleOptions(out_dir=tmp_path / "out"), on_step=steps.append, run=run)
+    steps = Steps()
+    r, calls = _bisect(tmp_path, versions, script, listener=steps)
     assert (r.last_same, r.first_changed) == (versions[change_at - 1], versions[change_at])
     assert len(calls) == len(set(calls)) == len(r.steps) <= max_captures(len(versions)) == 6
-    assert [s.version for s in steps] == calls and steps[0].same_as_first is None
-    assert sorted(p.read_bytes().decode() for p in (tmp_path / "out").iterdir()) == sorted(
+    assert [s.version for s in steps.heard] == calls and steps.heard[0].same_as_first is None
+    assert sorted(_triton_of(p) for p in (tmp_path / "out").iterdir()) == sorted(
         [versions[change_at - 1], versions[change_at]])
-    assert r.answer.startswith(f"x.p0 on h100: first changed in Triton {versions[change_at]} (unsupported/unsupported)")
+    assert r.answer.startswith(f"{CASE} on h100: first changed in Triton {versions[change_at]} (unsupported/unsupported)")
 
 
 def test_no_change_in_the_range_says_so(tmp_path):
-    def run(stacks, executor, options, bundle, progress=None):
-        out = Path(bundle.out_dir)
-        out.mkdir(parents=True)
-        (out / "b.tgz").write_bytes(b"x")
-        case = CaseRecord("x.p0", "x", "P0", "ok", "tma", "tma", True, "")
-        return [StackOutcome(stacks[0].name, out / "b.tgz", Results("3.0.0", "compile-only", (case,)), None)]
-
-    r = bisect("x.p0", load_config().gpu("h100"), Releases(("3.0.0", "3.1.0", "3.2.0"), (), "3.11"), load_config(),
-               None, BundleOptions(out_dir=tmp_path / "o"), run=run)
+    r, _ = _bisect(tmp_path, ("3.0.0", "3.1.0", "3.2.0"), lambda stack, case: {"status": "ok", "verdict": "tma",
+                                                                                   "met": True})
     assert r.first_changed is None and len(r.steps) == 2 and "ok/tma on every release tested" in r.answer
 
 
@@ -122,18 +131,11 @@ def test_bisect_on_registers_finds_the_release_where_they_moved(tmp_path, thresh
     from reprokit.compare.metric import parse_metric
 
     regs = {"3.4.0": 127, "3.5.0": 120, "3.6.0": 94, "3.7.1": 94, "3.8.0": 94}
-    versions = tuple(regs)
 
-    def run(stacks, executor, options, bundle, progress=None):
-        (stack,) = stacks
-        out = Path(bundle.out_dir)
-        out.mkdir(parents=True)
-        (out / f"{stack.name}.tgz").write_bytes(stack.triton.encode())
-        case = CaseRecord("m.p0", "m", "P0", "ok", "tma", "tma", True, "", metadata={"registers": regs[stack.triton]})
-        return [StackOutcome(stack.name, out / f"{stack.name}.tgz", Results(stack.triton, "compile-only", (case,)), None)]
+    def script(stack, case):
+        return {"status": "ok", "verdict": "tma", "met": True, "metadata": {"registers": regs[stack.triton]}}
 
-    r = bisect("m.p0", load_config().gpu("h100"), Releases(versions, (), "3.11"), load_config(), None,
-               BundleOptions(out_dir=tmp_path / "out"), run=run, metric=parse_metric("regs", threshold))
+    r, _ = _bisect(tmp_path, tuple(regs), script, metric=parse_metric("regs", threshold))
     assert r.first_changed == first_changed and r.metric == "regs"
-    assert r.answer.startswith(f"m.p0 on h100: first changed in Triton {first_changed} (regs {regs[first_changed]})")
+    assert r.answer.startswith(f"{CASE} on h100: first changed in Triton {first_changed} (regs {regs[first_changed]})")
     assert [s.value for s in r.steps][:2] == [127, 94]
