@@ -40,6 +40,11 @@ def use_project(path: Path | None) -> None:
     _PROJECT = Path(path) if path else None
 
 
+def used_project() -> Path | None:
+    """The reprokit.toml use_project named (None: none)."""
+    return _PROJECT
+
+
 def defaults_root() -> Path:
     """The folder that holds the default stacks.toml, kernels/ (suite, sweeps, fleets),
     Dockerfiles/ and schemas/: the one named at the edge (REPROKIT_ROOT: a test seam, a

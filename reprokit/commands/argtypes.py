@@ -30,6 +30,7 @@ from reprokit.errors import FileSystemError, UsageError
 from reprokit.gpu import lock_clocks_value
 from reprokit.run.bisect import parse_range
 from reprokit.sweep.spec import parse_shard, resolve
+from reprokit.userspec.sweeps import project_sweep
 
 Bad = argparse.ArgumentTypeError
 
@@ -400,10 +401,13 @@ def image_ref(text: str) -> str:
 
 
 def sweep_spec(text: str) -> str:
-    """A sweep spec: a TOML file, or the name of a shipped sweep."""
+    """A sweep spec: a TOML file, a sweep the project's reprokit.toml declares, or the name of a
+    shipped sweep."""
     if not text.strip():
         raise Bad("an empty sweep spec (a TOML file or a shipped sweep's name)")
     try:
+        if project_sweep(text):
+            return text
         resolve(text)
     except UsageError as e:
         raise Bad(str(e)) from None

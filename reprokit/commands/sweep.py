@@ -16,7 +16,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from reprokit.commands._common import EXECUTORS, console, say
+from reprokit import locks
+from reprokit.commands._common import EXECUTORS, add_project_arg, console, say
 from reprokit.commands.argtypes import (
     existing_file,
     gpu_list,
@@ -33,20 +34,26 @@ from reprokit.options import BundleOptions
 from reprokit.sweep.merge import merge_shards
 from reprokit.sweep.run import SweepOptions, run_sweep, targets
 from reprokit.sweep.spec import load_spec, parse_shard
+from reprokit.userspec import sweeps as user_sweeps
+from reprokit.userspec.plan import stage_kernels
+from reprokit.userspec.project import for_run
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "sweep", help="compile a sweep's grid (axes x values x stacks x GPUs) and answer where verdicts flip",
-        description="SPEC is a TOML file or the name of a shipped sweep (kernels/sweeps/: tma-invariants, "
-                    "gemm-configs). Each point is a case like the suite's: its own process, timeout, oracle "
+        description="SPEC is a TOML file, a [[sweep]] of the project's reprokit.toml (its base one of the "
+                    "project's declared cases: docs/user-cases.md), or the name of a shipped sweep (kernels/sweeps/: "
+                    "tma-invariants, gemm-configs). Each point is a case like the suite's: its own process, timeout, oracle "
                     "verdict, shared memory against the profile. Points stream to --work as they finish; "
                     "running the same command again resumes there. One bundle per stack and GPU profile, "
                     "with sweep.json holding the boundaries per axis, failing passes and the shared-memory "
                     "frontier.",
         epilog="example: reprokit sweep tma-invariants --stacks triton-3.5-cu130 --executor venv --workers 2 --reduced",
     )
-    p.add_argument("spec", nargs="?", type=sweep_spec, help="TOML file or shipped sweep name")
+    p.add_argument("spec", nargs="?", type=sweep_spec,
+                   help="TOML file, a sweep the project's reprokit.toml declares, or a shipped sweep's name")
+    add_project_arg(p)
     p.add_argument("--stacks", type=stack_list, default=None, help="only these stacks (comma-separated; default: the spec's)")
     p.add_argument("--gpus", type=gpu_list, default=None, help="only these GPU profiles (comma-separated; default: the spec's)")
     p.add_argument("--executor", choices=[e for e in EXECUTORS if e != "local"], default="venv", help="where stacks run (default venv; sweeps run on pinned stacks, never locally)")
@@ -66,7 +73,7 @@ def add_parser(sub) -> None:
 
 
 # What only a sweep run reads: with --merge each would be ignored, so each is refused.
-_RUN_ONLY = (("spec", "a SPEC"), ("stacks", "--stacks"), ("gpus", "--gpus"), ("shard", "--shard"),
+_RUN_ONLY = (("spec", "a SPEC"), ("project", "--project"), ("stacks", "--stacks"), ("gpus", "--gpus"), ("shard", "--shard"),
              ("sass", "--sass"), ("reduced", "--reduced"))
 
 
@@ -80,7 +87,16 @@ def run(args) -> int:
     if not args.spec:
         raise UsageError("give a sweep spec (a TOML file or one of the shipped names), or --merge BUNDLES")
 
-    spec = load_spec(args.spec)
+    project = for_run(args.project)
+    if project is not None and args.spec in user_sweeps.declared(project) and not args.spec.endswith(".toml"):
+        # A sweep of the project's own: its kernels staged where the sweep's work folder copies them.
+        with locks.scratch(args.host.tmp, "kernels") as kernels:
+            stage_kernels(project, kernels)
+            return _run(args, user_sweeps.load(project, args.spec, str(kernels)))
+    return _run(args, load_spec(args.spec))
+
+
+def _run(args, spec) -> int:
     cfg = load_config()
     # Names checked at the door (argtypes); 'all' is every stack the spec names, as no --stacks is.
 

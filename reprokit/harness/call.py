@@ -288,15 +288,23 @@ def bind(obj, call: dict, config: int | None = None, tensor=make_tensor) -> Boun
         if config is None:
             raise CallError(f"{kernel_name(jf)} is autotuned and the case names none of its {len(tuner.configs)} "
                             "configs (`configs`: \"all\" or indices from 0)")
+        if not 0 <= config < len(tuner.configs):
+            raise CallError(f"{kernel_name(jf)} has {len(tuner.configs)} autotune configs; there is no config {config}")
         chosen = tuner.configs[config]
-        options.update({k: v for k, v in chosen.all_kwargs().items() if k not in chosen.kwargs})
-        args.update(chosen.kwargs)
+        # A sweep's point moves the config's own meta-parameters and options (`tune`): the
+        # config as the autotuner would run it, those values replaced, its pre_hook seeing them.
+        tune = {k: value_of(v, tensor) for k, v in (call.get("tune") or {}).items()}
+        every = {**chosen.all_kwargs(), **tune}
+        options.update({k: v for k, v in every.items() if k not in chosen.kwargs})
+        args.update({k: v for k, v in every.items() if k in chosen.kwargs})
     elif config is not None:
         raise CallError("config given, but the kernel is not autotuned")
+    elif call.get("tune"):
+        raise CallError("`tune` moves an autotune config's values, but the call names no config")
     kwargs = {**args, **options}
     try:
         if chosen is not None and chosen.pre_hook is not None:  # e.g. a descriptor's block shape
-            chosen.pre_hook({**args, **chosen.all_kwargs()})
+            chosen.pre_hook({**args, **every})
         if heur:  # the rules see every argument by name, the options and the grid, as in Heuristics.run
             seen = {**kwargs, "grid": grid, "warmup": True}
             _apply_heuristics(heur, seen)
@@ -332,6 +340,8 @@ def derive(obj, call: dict, config: int | None = None, driver_profile: dict | No
     spec = spec_record(b.jf, captured.src, captured.options)
     if b.chosen is not None:
         spec["autotune"] = {"config": config, "count": len(b.tuner.configs), **describe_config(b.chosen)}
+        if call.get("tune"):
+            spec["autotune"]["tune"] = dict(sorted(call["tune"].items()))
     if b.heuristics:
         spec["heuristics"] = {name: to_json(b.kwargs[name]) for layer in b.heuristics for name in layer.values}
     return Derived(captured.src, captured.target, captured.options, spec)

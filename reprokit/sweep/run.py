@@ -139,7 +139,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
     except OSError as e:
         raise FileSystemError.of(work.parent, e, "cannot make the sweep's work folder") from None
     with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
-        epoch = _prepare_work(work, plan, bundle)
+        epoch = _prepare_work(work, plan, bundle, Path(spec.kernels) if spec.kernels else kernels_dir())
         total = len(plan["cases"])
         before = _count_records(work)
         noted: dict = {}
@@ -179,7 +179,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         return SweepOutcome(stack.name, profile.key, path, answers, None, ran=total - before)
 
 
-def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
+def _prepare_work(work: Path, plan: dict, bundle: BundleOptions, kernels: Path) -> int:
     """Start a work folder, or check that an existing one holds this very grid; return the epoch."""
     plan_path = work / "plan.json"
     if plan_path.is_file() and not locks.marked(work, WORK):
@@ -205,7 +205,7 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions) -> int:
         work.mkdir(parents=True, exist_ok=True)
         locks.mark(work, WORK)  # first: a start killed after this is known for ours and cleared
         (work / "logs").mkdir()
-        copy_kernels(plan, kernels_dir(), work / "kernels")
+        copy_kernels(plan, kernels, work / "kernels")
         state = {"started": int(time.time())}
         (work / STATE).write_text(json.dumps(state) + "\n")
         write_json(str(plan_path), plan)  # last, whole: a folder with a plan is a complete start

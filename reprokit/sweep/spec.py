@@ -21,6 +21,7 @@ from pathlib import Path
 from reprokit.config import GpuProfile, load_toml
 from reprokit.errors import ConfigError, UsageError
 from reprokit.suite import CASE_ID, PLAN_FORMAT, kernels_dir, load_suite
+from reprokit.sweep import calls
 
 VARY = ("one-at-a-time", "product")
 SASS_POLICIES = ("all", "base", "none")
@@ -46,6 +47,7 @@ class Group:
     expect: str
     named: tuple  # ((name, params), ...): configs people argue about, kept in the grid
     description: str
+    call: dict | None = None  # a project's declared case as the base (reprokit.sweep.calls): points are calls
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class SweepSpec:
     path: str
     sha256: str
     hypotheses: tuple = ()  # ({"name": ..., "rule": {axis: threshold}}, ...) checked against product groups
+    kernels: str | None = None  # the folder the points' kernel files come from (default: the shipped kernels/)
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,8 @@ def wants_sass(policy: str, point: Point) -> bool:
 
 
 def to_case(point: Point, group: Group, spec: SweepSpec, sass: str) -> dict:
+    if group.call is not None:
+        return calls.point_case(point, group, spec.name, spec.timeout_s, wants_sass(sass, point))
     p = point.params
     try:
         signature = {k: v.format_map(p) for k, v in point.signature.items()}

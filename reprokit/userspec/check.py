@@ -55,6 +55,8 @@ class KernelDef:
     tuned: frozenset | None = frozenset()   # parameters the autotune configs set (None: unknown)
     config_count: int | None = None
     heuristics: frozenset = frozenset()
+    defaults: dict = field(default_factory=dict)   # parameter -> its default, where a literal
+    configs: tuple | None = None   # per autotune config, its literal kwargs and options (None: not readable)
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Findings:
     problems: list = field(default_factory=list)   # (path shown, line, message)
     cases: list = field(default_factory=list)      # normalised case dicts (see normalise_case)
     sources: dict = field(default_factory=dict)    # bundle name -> source file (every kernel file copied)
+    kernels: dict = field(default_factory=dict)    # case id -> KernelDef of its kernel (cases without problems)
 
     def add(self, line: int, message: str, where: str | None = None) -> None:
         self.problems.append((where or self.project.shown, line, message))
@@ -326,6 +329,8 @@ def _check_case(project, i, case, lines, rep, entries, defs, seen) -> None:
     if "timeout_s" in case and not _positive_number(case["timeout_s"]):
         bad("timeout_s", f"timeout_s must be a number of seconds above 0, not {case['timeout_s']!r}")
     if ok and file is not None:
+        if kdef is not None:
+            rep.kernels[cid] = kdef
         rep.cases.append({
             "id": cid, "file": _bundle_name(entries, file), "function": function, "source": ref,
             "call": {"args": norm_args, "grid": list(grid), "options": options},
@@ -468,7 +473,14 @@ def _from_def(fn, decorators, top, line: int | None = None) -> KernelDef:
     with_default = {p.arg for p in positional[len(positional) - len(a.defaults):]} if a.defaults else set()
     with_default |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
     exact = a.vararg is None and a.kwarg is None
-    autotuned, count = False, None
+    defaults = {}
+    for p, d in [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]:
+        if d is not None:
+            try:
+                defaults[p.arg] = ast.literal_eval(d)
+            except ValueError:
+                continue  # computed: the sweep that needs it is told to give it
+    autotuned, count, configs = False, None, None
     tuned: frozenset | None = frozenset()
     heur: set = set()
     for d in decorators:
@@ -476,13 +488,14 @@ def _from_def(fn, decorators, top, line: int | None = None) -> KernelDef:
         which = _dotted(call.func if call else d)
         if which.endswith("autotune") and call is not None:
             autotuned = True
-            tuned, count = _autotune_configs(call, top)
+            tuned, count, configs = _autotune_configs(call, top)
         elif which.endswith("heuristics") and call is not None and call.args and isinstance(call.args[0], ast.Dict):
             heur |= {k.value for k in call.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         elif which.endswith("heuristics"):
             heur |= set(params)   # a heuristics table ast cannot read: any parameter may come from it
     return KernelDef(line=line or fn.lineno, params=tuple(params), required=frozenset(set(params) - with_default),
-                     exact=exact, autotuned=autotuned, tuned=tuned, config_count=count, heuristics=frozenset(heur))
+                     exact=exact, autotuned=autotuned, tuned=tuned, config_count=count, heuristics=frozenset(heur),
+                     defaults=defaults, configs=configs)
 
 
 def _dotted(node) -> str:
@@ -496,19 +509,38 @@ def _dotted(node) -> str:
 
 
 def _autotune_configs(call: ast.Call, top: dict):
-    """(parameters the configs set, how many configs) of @triton.autotune(configs=...); (None,
-    None) when the list is computed (a function, a comprehension): then ast cannot say."""
+    """(parameters the configs set, how many configs, each config's literal kwargs and options)
+    of @triton.autotune(configs=...): a list, a name bound to one, or a call of a function of the
+    file that returns one (as Triton's tutorials write it); (None, None, None) when the list is
+    computed otherwise (a comprehension): then ast cannot say."""
     node = next((k.value for k in call.keywords if k.arg == "configs"), call.args[0] if call.args else None)
     if isinstance(node, ast.Name) and isinstance(top.get(node.id), ast.Assign):
         node = top[node.id].value
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Name) \
+            and isinstance(top.get(node.func.id), ast.FunctionDef):
+        body = top[node.func.id].body
+        if len(body) == 1 or (len(body) == 2 and isinstance(body[0], ast.Expr)):  # a docstring, then the return
+            if isinstance(body[-1], ast.Return):
+                node = body[-1].value
     if not isinstance(node, (ast.List, ast.Tuple)):
-        return None, None
+        return None, None, None
     keys = set()
+    configs: list | None = []
     for cfg in node.elts:
         if not (isinstance(cfg, ast.Call) and _dotted(cfg.func).endswith("Config")):
-            return None, None
+            return None, None, None
         kw = cfg.args[0] if cfg.args else next((k.value for k in cfg.keywords if k.arg == "kwargs"), None)
         if not isinstance(kw, ast.Dict) or not all(isinstance(k, ast.Constant) for k in kw.keys):
-            return None, len(node.elts)
+            return None, len(node.elts), None
         keys |= {k.value for k in kw.keys if isinstance(k, ast.Constant)}
-    return frozenset(keys), len(node.elts)
+        if configs is not None:
+            try:
+                values = ast.literal_eval(kw)
+                # Triton's Config defaults: 4 warps, 3 stages, 1 CTA
+                options = {"num_warps": 4, "num_stages": 3, "num_ctas": 1}
+                options.update({k.arg: ast.literal_eval(k.value) for k in cfg.keywords
+                                if k.arg in ("num_warps", "num_stages", "num_ctas", "maxnreg")})
+                configs.append({**values, **options})
+            except ValueError:
+                configs = None
+    return frozenset(keys), len(node.elts), None if configs is None else tuple(configs)

@@ -16,7 +16,7 @@ from reprokit.errors import ConfigError, FileSystemError, UsageError
 
 PROJECT_FILE = "reprokit.toml"
 # The top-level tables a reprokit.toml may hold (docs/user-cases.md).
-TOP_KEYS = ("project", "case", "stacks", "gpus")
+TOP_KEYS = ("project", "case", "sweep", "stacks", "gpus")
 PROJECT_KEYS = ("name", "kernels", "timeout_s")
 
 
@@ -42,6 +42,11 @@ class Project:
     def cases(self) -> list:
         cases = self.raw.get("case", [])
         return cases if isinstance(cases, list) else []
+
+    @property
+    def sweeps(self) -> list:
+        sweeps = self.raw.get("sweep", [])
+        return sweeps if isinstance(sweeps, list) else []
 
     @property
     def shown(self) -> str:
@@ -125,39 +130,39 @@ class Lines:
                 self.headers.append((n, re.sub(r"\s+", "", m.group(1)).replace('"', "").replace("'", ""),
                                      row.lstrip().startswith("[[")))
 
-    def case(self, index: int) -> int:
-        """The line of the index-th [[case]] header (1 when it cannot be found)."""
-        starts = [n for n, name, arr in self.headers if arr and name == "case"]
+    def case(self, index: int, array: str = "case") -> int:
+        """The line of the index-th [[case]] (or [[array]]) header (1 when it cannot be found)."""
+        starts = [n for n, name, arr in self.headers if arr and name == array]
         return starts[index] if index < len(starts) else 1
 
-    def _case_span(self, index: int) -> tuple[int, int]:
+    def _case_span(self, index: int, array: str = "case") -> tuple[int, int]:
         """First and last line of the index-th case, its sub-tables ([case.args]) included."""
-        start = self.case(index)
+        start = self.case(index, array)
         end = len(self.rows)
         for n, name, arr in self.headers:
-            if n > start and (name == "case" and arr or not name.startswith("case.")):
+            if n > start and (name == array and arr or not name.startswith(f"{array}.")):
                 end = n - 1
                 break
         return start, end
 
-    def case_key(self, index: int, key: str, table: str | None = None) -> int:
-        """The line where the index-th case sets `key` (in its sub-table `table`, e.g. "args",
-        when given); the case's header line when it cannot be found."""
-        start, end = self._case_span(index)
+    def case_key(self, index: int, key: str, table: str | None = None, array: str = "case") -> int:
+        """The line where the index-th case (or [[array]] entry) sets `key` (in its sub-table
+        `table`, e.g. "args", when given); the entry's header line when it cannot be found."""
+        start, end = self._case_span(index, array)
         lo, hi = start, end
         if not table:
-            sub = [n for n, name, _ in self.headers if start < n <= end and name == f"case.{key}"]
+            sub = [n for n, name, _ in self.headers if start < n <= end and name == f"{array}.{key}"]
             if sub:
                 return sub[0]   # the key is a sub-table: [case.args]
         if table:
-            sub = [n for n, name, _ in self.headers if start < n <= end and name == f"case.{table}"]
+            sub = [n for n, name, _ in self.headers if start < n <= end and name == f"{array}.{table}"]
             if sub:
                 lo = sub[0]
                 later = [n for n, _, _ in self.headers if n > lo]
                 hi = min([end] + [n - 1 for n in later])
             else:
                 # an inline table: `args = { a = ..., ... }` or keys spread over lines after it
-                lo = self.case_key(index, table)
+                lo = self.case_key(index, table, array=array)
         pat = re.compile(rf"^\s*(\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})\s*=")
         inline = re.compile(rf"[{{,]\s*(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
         for n in range(lo, hi + 1):
