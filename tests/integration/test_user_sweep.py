@@ -31,7 +31,7 @@ def swept(tmp_path_factory, stack_ready):
     shutil.copytree(ROOT / "tests" / "data" / "usersweep", proj)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SOURCE_DATE_EPOCH": "1700000000"}
     out = {}
-    for name in ("add-box", "matmul-stages"):
+    for name in ("add-box", "matmul-stages", "matmul-bk"):
         p = subprocess.run([sys.executable, "-m", "reprokit", "sweep", name, "--reduced", "--executor", "venv",
                             "--work", str(tmp / "work"), "--out", str(tmp / "out" / name), "--json"],
                            cwd=proj, env=env, capture_output=True, text=True, timeout=900, check=False)
@@ -85,6 +85,21 @@ def test_autotune_configs_are_an_axis_and_stages_move_within_each(swept):
     assert h["name"] == "deep-pipelines" and h["selected"] == 2 and not h["holds"]
 
 
+def test_a_value_moved_within_a_config_reaches_its_pre_hook(swept):
+    """BLOCK_K moved within config 1: the config's pre_hook sets the host descriptors' block
+    shapes from it, and Triton 3.6 types a host descriptor by its block shape."""
+    _, out = swept
+    b = open_bundle(Path(out["matmul-bk"]["bundle"]))
+    rec = {c["id"]: c["call"] for c in b.results["cases"]}
+    assert sorted(rec) == ["matmul-bk.base", "matmul-bk.block_k-32"]
+    base, moved = rec["matmul-bk.base"], rec["matmul-bk.block_k-32"]
+    assert base["autotune"]["config"] == moved["autotune"]["config"] == 1 and "tune" not in base["autotune"]
+    assert moved["autotune"]["tune"] == {"BLOCK_K": 32} and moved["constexprs"]["BLOCK_K"] == 32
+    assert base["constexprs"]["BLOCK_K"] == 64
+    assert "[128, 64]" in base["signature"]["a_desc"] and "[256, 64]" in base["signature"]["b_desc"]
+    assert "[128, 32]" in moved["signature"]["a_desc"] and "[256, 32]" in moved["signature"]["b_desc"]
+
+
 def test_the_bundles_carry_the_projects_kernels_and_verify(swept):
     proj, out = swept
     mine = sorted(p.relative_to(proj / "kernels").as_posix() for p in (proj / "kernels").rglob("*.py"))
@@ -97,3 +112,20 @@ def test_the_bundles_carry_the_projects_kernels_and_verify(swept):
         v = subprocess.run([sys.executable, "-m", "reprokit", "verify", outcome["bundle"]], cwd=proj,
                            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
         assert v.returncode == 0, v.stderr
+
+
+def test_the_same_sweep_from_another_copy_of_the_project_packs_the_same_bytes(swept, tmp_path):
+    """Another folder for the project, the work and TMPDIR, another hash seed: the same bundle."""
+    proj, out = swept
+    again = tmp_path / "elsewhere" / "proj"
+    shutil.copytree(proj, again)
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SOURCE_DATE_EPOCH": "1700000000", "PYTHONHASHSEED": "7",
+           "TMPDIR": str(tmp_path / "tmp")}
+    p = subprocess.run([sys.executable, "-m", "reprokit", "sweep", "add-box", "--reduced", "--executor", "venv",
+                        "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"), "--json"],
+                       cwd=again, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (outcome,) = json.loads(p.stdout)["outcomes"]
+    first, second = Path(out["add-box"]["bundle"]), Path(outcome["bundle"])
+    assert first.name == second.name and first.read_bytes() == second.read_bytes()

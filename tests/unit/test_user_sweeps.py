@@ -51,7 +51,7 @@ def test_the_shipped_example_project_checks_clean_and_names_its_sweeps(proj):
     r = cli("check", "--json", cwd=proj)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
-    assert doc["ok"] and doc["sweeps"] == ["add-box", "matmul-stages"]
+    assert doc["ok"] and doc["sweeps"] == ["add-box", "matmul-bk", "matmul-stages"]
 
 
 def test_every_problem_of_a_bad_sweep_is_one_line_at_its_own_line(proj):
@@ -96,21 +96,24 @@ axes = { num_warps = [4] }
     assert r.returncode == 2
     got = r.stdout.splitlines()
     f = "reprokit.toml"
+    def at(needle: str) -> int:   # in the sweeps appended here, not the project's own
+        return line_of(text, needle, after='name = "Bad Name"')
+
     want = {
-        (line_of(text, 'name = "Bad Name"'), "name 'Bad Name' must be lower-case"),
-        (line_of(text, "gpus = [\"h100\", \"h999\"]"), "no GPU profile 'h999'"),
-        (line_of(text, "stacks = [\"no-such-stack\"]"), "no stack 'no-such-stack'"),
-        (line_of(text, 'vary = "sideways"'), "vary 'sideways' is not one of"),
-        (line_of(text, 'colour = "red"'), "unknown key 'colour'"),
-        (line_of(text, "base_config = 1"), "base_config is for @triton.autotune kernels"),
-        (line_of(text, "BLOCK_N = [16, 16]"), "axis 'BLOCK_N' gives one value twice"),
-        (line_of(text, "num_warps = [3]"), "num_warps 3 must be a whole number, a power of two"),
-        (line_of(text, "WIDTH = [1, 2]"), "axis 'WIDTH' is not a parameter of add_device_descriptor"),
-        (line_of(text, "config = [0]"), "config is for @triton.autotune kernels"),
-        (line_of(text, "config = [0, 7]"), "config 7 is not one of the autotuner's configs (0-2)"),
-        (line_of(text, "BLOCK_K = [32, { none"), "a product's axis holds numbers or labels, not both"),
-        (line_of(text, "reduced = { num_stages = [9] }"), "reduced num_stages: 9 is not one of the axis's values"),
-        (line_of(text, 'base = "no.such.case"'), "base 'no.such.case' is no declared case"),
+        (at('name = "Bad Name"'), "name 'Bad Name' must be lower-case"),
+        (at("gpus = [\"h100\", \"h999\"]"), "no GPU profile 'h999'"),
+        (at("stacks = [\"no-such-stack\"]"), "no stack 'no-such-stack'"),
+        (at('vary = "sideways"'), "vary 'sideways' is not one of"),
+        (at('colour = "red"'), "unknown key 'colour'"),
+        (at("base_config = 1"), "base_config is for @triton.autotune kernels"),
+        (at("BLOCK_N = [16, 16]"), "axis 'BLOCK_N' gives one value twice"),
+        (at("num_warps = [3]"), "num_warps 3 must be a whole number, a power of two"),
+        (at("WIDTH = [1, 2]"), "axis 'WIDTH' is not a parameter of add_device_descriptor"),
+        (at("config = [0]"), "config is for @triton.autotune kernels"),
+        (at("config = [0, 7]"), "config 7 is not one of the autotuner's configs (0-2)"),
+        (at("BLOCK_K = [32, { none"), "a product's axis holds numbers or labels, not both"),
+        (at("reduced = { num_stages = [9] }"), "reduced num_stages: 9 is not one of the axis's values"),
+        (at('base = "no.such.case"'), "base 'no.such.case' is no declared case"),
     }
     for line, message in want:
         assert any(g.startswith(f"{f}:{line}: ") and message in g for g in got), (line, message, got)
