@@ -186,6 +186,7 @@ class RunOptions:
     force: bool = False
     plan: Mapping | None = None
     kernels: Path | None = None
+    tensors: Path | None = None  # a replayed trace's kept tensors, staged as the capture's trace/tensors/
 
     def __post_init__(self):
         if self.workers < 1:

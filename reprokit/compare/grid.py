@@ -129,6 +129,7 @@ class Cell:
     time_s: float | None = None      # the record's headline median (gpu.bench[0])
     times: tuple = ()                # ((method, seconds), ...): every method the record has, headline first
     outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.callgpu)
+    deterministic: bool | None = None  # a declared call on a GPU: its relaunches gave the same bytes
     time_ratio: float | None = None  # against the first column, by a method both records have
     # Against the first column, per benchmarked size, the kernel's time judged from both sides'
     # raw samples (reprokit.compare.timing): ((size, Judgement), ...); `time_label` is the one
@@ -339,7 +340,8 @@ def _cell(rs: ResultSet, case: CaseRecord | None) -> Cell:
                 error=case.error, failing_pass=case.failing_pass,
                 gpu_status=case.gpu_status, correct=_correct(case),
                 time_s=times[0][1] if times else None, times=times,
-                outputs=tuple(sorted((case.gpu.get("outputs") or {}).items())))
+                outputs=tuple(sorted((case.gpu.get("outputs") or {}).items())),
+                deterministic=(case.gpu.get("determinism") or {}).get("deterministic"))
 
 
 def _digest(text: str) -> str:
@@ -373,13 +375,26 @@ def _moved(base: Cell, cell: Cell) -> tuple:
         a, b = getattr(base, f), getattr(cell, f)
         if a is not None and b is not None and a != b:
             out.append(f)
-    if base.outputs and cell.outputs:  # bit-exact, else within the dtype's tolerance (harness.callgpu)
+    if _outputs_moved(base, cell):
+        out.append("outputs")
+    return tuple(out)
+
+
+def _outputs_moved(base: Cell, cell: Cell) -> bool:
+    """A call's outputs against column 0's: bit-exact where both runs were deterministic, else
+    within the dtype's tolerance (harness.callgpu.compare_outputs). Where column 0 launched
+    nothing (a trace, or a compile-only bundle), the outputs its trace recorded are the
+    reference: an output off them (`reference.match`: differs) moved."""
+    if base.outputs and cell.outputs:
         # The harness's own rule, loaded only where both sides launched a call case and kept outputs.
         from reprokit.harness.callgpu import compare_outputs
 
-        if any(v in ("differs", "missing") for v in compare_outputs(dict(base.outputs), dict(cell.outputs)).values()):
-            out.append("outputs")
-    return tuple(out)
+        det = (bool(base.deterministic), bool(cell.deterministic))
+        return any(v in ("differs", "missing", "inexact")
+                   for v in compare_outputs(dict(base.outputs), dict(cell.outputs), det).values())
+    if not base.outputs:
+        return any((o.get("reference") or {}).get("match") == "differs" for _, o in cell.outputs)
+    return False
 
 
 def moved_summary(cell: Cell, max_ops: int = 3) -> str:
@@ -390,8 +405,13 @@ def moved_summary(cell: Cell, max_ops: int = 3) -> str:
         return ""
     parts = [m.text() for m in cell.metrics]
     for f in cell.moved:
-        if f in ("gpu_status", "correct", "outputs"):
-            parts.append({"gpu_status": "gpu", "correct": "correct", "outputs": "outputs differ"}[f])
+        if f in ("gpu_status", "correct"):
+            parts.append({"gpu_status": "gpu", "correct": "correct"}[f])
+        elif f == "outputs":
+            off = [f"{name} max abs {ref.get('max_abs', '?'):.3g}" if isinstance(ref.get("max_abs"), float)
+                   else name for name, o in cell.outputs
+                   if (ref := o.get("reference") or {}).get("match") == "differs"]
+            parts.append("outputs differ" + (f" (off the recorded: {', '.join(off)})" if off else ""))
     deltas = sorted(cell.ops, key=lambda d: (-abs(d.delta), d.level, d.op))
     parts += [f"{'+' if d.delta > 0 else '-'}{abs(d.delta)} {d.op} ({d.level})" for d in deltas[:max_ops]]
     if len(deltas) > max_ops:

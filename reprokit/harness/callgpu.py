@@ -1,19 +1,25 @@
-"""A declared call on a GPU: its inputs made again from a seed with the recorded shapes, dtypes,
-strides and alignment, one launch through the release's JIT (the same bound call the compile
-was derived from), the outputs fingerprinted so stacks can be compared, determinism by
-relaunching from the same inputs, and the launch timed with reprokit.harness.bench.
+"""A declared or traced call on a GPU: its inputs (the tensors a trace recorded, else made again
+from a seed with the recorded shapes, dtypes, strides and alignment), one launch through the
+release's JIT (the same bound call the compile was derived from), determinism by relaunching
+from the same inputs, the outputs fingerprinted and checked against the outputs the trace
+recorded, and the launch timed with reprokit.harness.bench.
 
-Which arguments are outputs is not declared: every tensor is filled from the seed, and those
-the launch changed are the outputs. Each is recorded by its sha256 (equal across stacks means
-bit-exact) and by float64 summaries (sum, abs-max, NaN count) that a comparison across stacks
-holds to the dtype's tolerance (reprokit.harness.stats.TOLERANCES) when the bytes differ.
-Recorded tensors from a trace are not read here yet: inputs always come from the seed.
+Which arguments are outputs is not declared: those the launch changed (or the recorded launch
+changed) are the outputs. Each is recorded by its sha256 (equal across stacks means bit-exact),
+float64 summaries (sum, abs-max, NaN count) and `probe`, its values at up to PROBES fixed
+places, so two bundles are compared without the tensors: bit-exact where the digests agree,
+else the probes held to the dtype's tolerance (reprokit.harness.stats.TOLERANCES). Against a
+recorded output (`reference`) the whole tensor is compared here: its digest, and where the bytes
+differ the max abs and max rel error and whether every element is within the tolerance.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
 import traceback
+import zipfile
 
 from reprokit.harness import call, callcase, stats
 
@@ -79,21 +85,116 @@ def digest(torch, t) -> str:
     return hashlib.sha256(raw.numpy().tobytes()).hexdigest()
 
 
+# Values kept per output at fixed places (evenly spread over the flattened tensor), so two
+# bundles' outputs are compared elementwise, within the dtype's tolerance, without the tensors.
+PROBES = 64
+
+
+def _plain(x: float):
+    """A float as JSON holds it: NaN and infinities as strings."""
+    return x if x == x and abs(x) != float("inf") else str(x)
+
+
 def summary(torch, t) -> dict:
     f = t.detach().double()
+    flat = f.reshape(-1)
+    n = flat.numel()
+    idx = sorted({(i * n) // PROBES for i in range(min(n, PROBES))})
     return {"dtype": str(t.dtype).split(".")[-1], "shape": list(t.shape), "sha256": digest(torch, t),
             "sum": float(f.nan_to_num(nan=0.0).sum().item()),
             "absmax": float(f.nan_to_num(nan=0.0).abs().max().item()) if t.numel() else 0.0,
-            "nan": int(torch.isnan(f).sum().item())}
+            "nan": int(torch.isnan(f).sum().item()),
+            "probe": [_plain(float(flat[i].item())) for i in idx]}
 
 
-def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs: int = DETERMINISM_RUNS):
-    """Launch the call once per run from the same seeded inputs: (the bound call, its launch
-    callable, the record: outputs and determinism). Used on a GPU and, on the CPU, under the
-    interpreter."""
+def against(torch, out, ref, dtype: str) -> dict:
+    """`out` against the recorded `ref` (same shape): bit-exact by digest, else the largest
+    absolute and relative errors and whether every element is within the dtype's tolerance
+    (NaN where the reference has NaN passes; integers and bools have no tolerance)."""
+    rec = {"sha256": digest(torch, ref)}
+    if list(out.shape) != list(ref.shape) or out.dtype != ref.dtype:
+        rec.update(match="differs", why=f"recorded {str(ref.dtype).split('.')[-1]} {list(ref.shape)}")
+        return rec
+    if rec["sha256"] == digest(torch, out):
+        rec["match"] = "exact"
+        return rec
+    a, r = out.detach().double().reshape(-1), ref.detach().to(out.device).double().reshape(-1)
+    both_nan = torch.isnan(a) & torch.isnan(r)
+    err = (a - r).abs().masked_fill(both_nan, 0.0)
+    rel = err / r.abs().clamp_min(1e-30)
+    rec["max_abs"] = _plain(float(err.max().item())) if err.numel() else 0.0
+    rec["max_rel"] = _plain(float(rel.max().item())) if rel.numel() else 0.0
+    try:
+        tol = stats.tolerance(dtype)
+    except ValueError:
+        rec["match"] = "differs"  # no tolerance for this dtype: only bit-exact passes
+        return rec
+    rec["tolerance"] = {"rtol": tol["rtol"], "atol": tol["atol"]}
+    # NaN compares False: an element NaN on one side only fails
+    ok = bool((err <= tol["atol"] + tol["rtol"] * r.abs()).all().item())
+    rec["match"] = "close" if ok else "differs"
+    return rec
+
+
+def recorded_tensors(torch, root: str, case: dict) -> dict:
+    """The tensors a trace kept for this case's first launch: {"inputs": {name: tensor},
+    "outputs": {...}, "files": {...}} (empty where none were kept). A file that is named but
+    cannot be read raises ValueError in one line."""
+    n = (case.get("trace") or {}).get("n")
+    out = {"inputs": {}, "outputs": {}, "files": {}}
+    if not isinstance(n, int) or root is None:
+        return out
+    for when in ("inputs", "outputs"):
+        rel = f"trace/tensors/{n:04d}.{when}.pt"
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            continue
+        try:
+            kept = torch.load(path, map_location="cpu", weights_only=True)
+        except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as e:
+            raise ValueError(f"recorded tensors {rel} cannot be read: {type(e).__name__}: {str(e).splitlines()[0]}"
+                             ) from None
+        if not isinstance(kept, dict) or not all(hasattr(t, "dtype") for t in kept.values()):
+            raise ValueError(f"recorded tensors {rel} hold no name -> tensor mapping")
+        out[when] = dict(kept)
+        out["files"][when] = rel
+    return out
+
+
+def _by_name(kept: dict, names) -> dict:
+    """Recorded tensors by parameter name; older traces named positional arguments `arg<i>`."""
+    names = list(names)
+    out = {}
+    for key, t in kept.items():
+        if key.startswith("arg") and key[3:].isdigit() and int(key[3:]) < len(names):
+            key = names[int(key[3:])]
+        out[key] = t
+    return out
+
+
+def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs: int = DETERMINISM_RUNS,
+                     recorded=None):
+    """Launch the call once per run from the same inputs: (the bound call, its launch callable,
+    the record: inputs, outputs and determinism). Inputs are the `recorded` ones
+    (recorded_tensors) where kept, else made from `seed`; outputs are checked against the
+    recorded outputs where kept. Used on a GPU and, on the CPU, under the interpreter."""
     b = call.bind(obj, case["call"], (case.get("autotune") or {}).get("config"),
                   tensor=make_tensor_factory(torch, device, seed))
     tensors = _tensors(b.kwargs)
+    recorded = recorded or {"inputs": {}, "outputs": {}, "files": {}}
+    names = getattr(b.jf, "arg_names", None) or list(b.kwargs)
+    rin, rout = _by_name(recorded["inputs"], names), _by_name(recorded["outputs"], names)
+    used = {}
+    for name, t in tensors.items():
+        r = rin.get(name)
+        if r is None:
+            used[name] = "seed"
+        elif list(r.shape) != list(t.shape) or r.dtype != t.dtype:
+            raise ValueError(f"recorded input {name} is {str(r.dtype).split('.')[-1]} {list(r.shape)}, the call "
+                             f"says {str(t.dtype).split('.')[-1]} {list(t.shape)}")
+        else:
+            t.copy_(r.to(device))
+            used[name] = "recorded"
     initial = {name: t.clone() for name, t in tensors.items()}
 
     def launch():
@@ -111,10 +212,27 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
             torch.cuda.synchronize()
         digests.append({name: digest(torch, t) for name, t in tensors.items()})
     changed = [n for n in tensors if digest(torch, initial[n]) != digests[0][n]]
-    rec = {"seed": seed, "outputs": {n: summary(torch, tensors[n]) for n in changed},
+    # what the recorded launch changed is an output too, even where this launch left it alone
+    changed += [n for n in sorted(rout) if n in tensors and n not in changed and n in rin
+                and digest(torch, rin[n]) != digest(torch, rout[n])]
+    outputs = {}
+    for n in changed:
+        outputs[n] = summary(torch, tensors[n])
+        if n in rout:
+            outputs[n]["reference"] = {"file": recorded["files"]["outputs"],
+                                       **against(torch, tensors[n], rout[n], outputs[n]["dtype"])}
+    rec = {"seed": seed,
+           "inputs": {"tensors": dict(sorted(used.items())), "file": recorded["files"].get("inputs"),
+                      "source": _source(used)},
+           "outputs": outputs,
            "determinism": {"runs": runs, "distinct": len({tuple(sorted(d.items())) for d in digests}),
                            "deterministic": all(d == digests[0] for d in digests)}}
     return b, launch, rec
+
+
+def _source(used: dict) -> str:
+    kinds = set(used.values())
+    return "none" if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubin_digest) -> dict:
@@ -137,16 +255,17 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         obj = load_kernel(kernels_dir, *callcase.kernel_ref(case))
         out = {"status": "ok", "device": torch.cuda.get_device_name(0)}
         try:
-            b, launch, rec = launch_and_check(torch, obj, case, "cuda")
+            recorded = recorded_tensors(torch, os.path.dirname(os.path.abspath(kernels_dir)), case)
+        except ValueError as e:  # an unreadable recorded tensor: this case's finding, in one line
+            return {"status": "harness_error", "error": str(e)}
+        try:
+            b, launch, rec = launch_and_check(torch, obj, case, "cuda", recorded=recorded)
         except Exception as e:  # noqa: BLE001 - the launch's failure is this case's GPU result
             traceback.print_exc()
             out.update(stats.classify_launch_error(type(e).__name__, str(e)))
             return out
         out.update(rec)
-        if not out["outputs"]:
-            out["status"] = "no_output"  # the launch changed no tensor: nothing to compare
-        elif not rec["determinism"]["deterministic"]:
-            out["status"] = "nondeterministic"
+        out["status"] = status_of(rec)
         compiled = launch()
         if isinstance(getattr(compiled, "asm", None), dict) and "cubin" in compiled.asm:
             jit = cubin_digest(compiled.asm["cubin"])
@@ -159,30 +278,71 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     return out
 
 
-def compare_outputs(a: dict, b: dict) -> dict:
-    """Two records' outputs (from two stacks): bit-exact where the digests agree, else within
-    the dtype's tolerance by their summaries; {name: "exact" | "close" | "differs" | "missing"}."""
-    out = {}
-    for name in sorted(set(a) | set(b)):
-        x, y = a.get(name), b.get(name)
-        if x is None or y is None:
-            out[name] = "missing"
-        elif x["sha256"] == y["sha256"]:
-            out[name] = "exact"
-        elif x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
-            out[name] = "differs"
-        else:  # integer outputs have no tolerance: only bit-exact passes
-            try:
-                tol = stats.tolerance(x["dtype"])
-            except ValueError:
-                out[name] = "differs"
-                continue
-            n = 1
-            for d in x["shape"]:
-                n *= d
-            # a sum of n elements each within atol + rtol*|y|: within n*atol + rtol*(n*absmax)
-            close = (abs(x["sum"] - y["sum"]) <= n * (tol["atol"] + tol["rtol"] * y["absmax"])
-                     and abs(x["absmax"] - y["absmax"]) <= tol["atol"] + tol["rtol"] * y["absmax"]
-                     and x["nan"] == y["nan"])
-            out[name] = "close" if close else "differs"
+def status_of(rec: dict) -> str:
+    """ok; wrong (an output differs from the recorded one beyond its dtype's tolerance);
+    no_output (the launch changed no tensor: nothing to compare); nondeterministic."""
+    if not rec["outputs"]:
+        return "no_output"
+    if any((o.get("reference") or {}).get("match") == "differs" for o in rec["outputs"].values()):
+        return "wrong"
+    if not rec["determinism"]["deterministic"]:
+        return "nondeterministic"
+    return "ok"
+
+
+def compare_outputs(a: dict, b: dict, deterministic: tuple = (False, False)) -> dict:
+    """Two records' outputs (from two stacks or two runs): {name: "exact" | "close" | "inexact" |
+    "differs" | "missing"}: exact where the digests agree; else the probes (older records: the
+    sums and abs-max) within the dtype's tolerance, and neither side off its recorded reference
+    where the other is on it: "close", or "inexact" where both runs were deterministic (such a
+    kernel must give the same bytes); beyond the tolerance, or an integer dtype, "differs"."""
+    return {name: compare_output(a.get(name), b.get(name), deterministic)["match"]
+            for name in sorted(set(a) | set(b))}
+
+
+def compare_output(x, y, deterministic: tuple = (False, False)) -> dict:
+    """One output of two records: {"match", and where the bytes differ "max_abs", "max_rel"
+    over the probes} (see compare_outputs)."""
+    if x is None or y is None:
+        return {"match": "missing"}
+    if x["sha256"] == y["sha256"]:
+        return {"match": "exact"}
+    if x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
+        return {"match": "differs"}
+    try:
+        tol = stats.tolerance(x["dtype"])
+    except ValueError:
+        return {"match": "differs"}  # integer outputs have no tolerance: only bit-exact passes
+    rx, ry = x.get("reference") or {}, y.get("reference") or {}
+    if rx.get("sha256") and rx.get("sha256") == ry.get("sha256") and \
+            (rx.get("match") == "differs") != (ry.get("match") == "differs"):
+        return {"match": "differs", "why": "one is off the recorded output, the other is not"}
+    if x.get("probe") is not None and y.get("probe") is not None and len(x["probe"]) == len(y["probe"]):
+        out = probe_error(x["probe"], y["probe"], tol)
+    else:
+        n = 1
+        for d in x["shape"]:
+            n *= d
+        # a sum of n elements each within atol + rtol*|y|: within n*atol + rtol*(n*absmax)
+        ok = (abs(x["sum"] - y["sum"]) <= n * (tol["atol"] + tol["rtol"] * y["absmax"])
+              and abs(x["absmax"] - y["absmax"]) <= tol["atol"] + tol["rtol"] * y["absmax"])
+        out = {"within": ok}
+    ok = out.pop("within") and x["nan"] == y["nan"]
+    out["match"] = ("inexact" if all(deterministic) else "close") if ok else "differs"
     return out
+
+
+def probe_error(px: list, py: list, tol: dict) -> dict:
+    """Largest absolute and relative difference of two probe lists, and whether each pair is
+    within atol + rtol * |y| (NaN or an infinity must be the same on both sides)."""
+    worst_abs = worst_rel = 0.0
+    within = True
+    for a, b in zip(px, py):
+        if isinstance(a, str) or isinstance(b, str):
+            within = within and a == b
+            continue
+        e = abs(a - b)
+        worst_abs = max(worst_abs, e)
+        worst_rel = max(worst_rel, e / max(abs(b), 1e-30))
+        within = within and e <= tol["atol"] + tol["rtol"] * abs(b)
+    return {"within": within, "max_abs": worst_abs, "max_rel": worst_rel}

@@ -126,9 +126,11 @@ def script(spec_kind: str) -> str:
                          call.layers, call.jit_function, call.fixes_config, call.value_of, call._host_descriptor,
                          call._apply_heuristics, call.Bound, call.bind, call.kernel_name, modules=(call, stats),
                          rename={"Bound": "CallBound"}),
+                  _constants(callgpu, "PROBES"),
                   inline(callgpu.make_tensor_factory, callgpu._contiguous, callgpu._random, callgpu._tensors,
-                         callgpu.digest, callgpu.summary, callgpu.launch_and_check, callgpu.compare_outputs,
-                         modules=(call, stats))]
+                         callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
+                         callgpu._source, callgpu.launch_and_check, callgpu.compare_outputs, callgpu.compare_output,
+                         callgpu.probe_error, modules=(call, stats))]
     return _HEAD + "\n\n\n".join(parts) + "\n\n\n" + _CODE
 
 

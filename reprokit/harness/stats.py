@@ -13,11 +13,18 @@ import statistics
 # rtol * |ref|), and the largest relative Frobenius error ||out - ref|| / ||ref||. Copies must be
 # exact whatever the dtype (`exact`). fp16/bf16 GEMMs accumulate in fp32 but round the output
 # once: one half-precision ulp of the output plus the reduction-order differences against cuBLAS.
+# Integers and bools have none: only bit-exact passes (tolerance() raises ValueError for them).
 TOLERANCES = {
     "float16": {"rtol": 1e-2, "atol": 1e-2, "rel_fro": 5e-3},
     "bfloat16": {"rtol": 2e-2, "atol": 2e-2, "rel_fro": 1e-2},
     "float32": {"rtol": 1e-4, "atol": 1e-5, "rel_fro": 1e-5},
     "tf32": {"rtol": 1e-3, "atol": 1e-3, "rel_fro": 1e-3},
+    "float64": {"rtol": 1e-7, "atol": 1e-9, "rel_fro": 1e-9},
+    # fp8 outputs round once to 3 (e4m3) or 2 (e5m2) mantissa bits: one ulp is 12.5% / 25% of the value
+    "float8_e4m3fn": {"rtol": 1.25e-1, "atol": 1.25e-1, "rel_fro": 6e-2},
+    "float8_e4m3fnuz": {"rtol": 1.25e-1, "atol": 1.25e-1, "rel_fro": 6e-2},
+    "float8_e5m2": {"rtol": 2.5e-1, "atol": 2.5e-1, "rel_fro": 1.2e-1},
+    "float8_e5m2fnuz": {"rtol": 2.5e-1, "atol": 2.5e-1, "rel_fro": 1.2e-1},
 }
 
 

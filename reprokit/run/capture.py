@@ -19,6 +19,7 @@ import ctypes
 import dataclasses
 import errno
 import os
+import shutil
 from pathlib import Path
 
 from reprokit import locks
@@ -98,6 +99,11 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     if options.gpu.record():
         plan["gpu"] = options.gpu.record()
     stage(work, plan, Path(options.kernels or kernels_dir()), CAPTURE)
+    if options.tensors is not None:  # the harness launches a traced call from them (harness.callgpu)
+        try:
+            shutil.copytree(options.tensors, work / "trace" / "tensors")
+        except OSError as e:
+            raise FileSystemError.of(work, e, "cannot write") from None
     cap = execute(plan, stack, executor, work, options, failed=lambda: f"logs in {keep_failed(work, failed_as)}",
                   scratch_name="capture")
     return dataclasses.replace(cap, out_dir=out_dir)

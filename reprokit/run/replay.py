@@ -10,6 +10,9 @@ moved, 3 a stack could not run.
 from __future__ import annotations
 
 import fnmatch
+import io
+import json
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from reprokit.compare.grid import Column, Grid, compare
 from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.compare.timing import DEFAULT, TimingOptions
 from reprokit.config import GpuProfile, Stack, stack_fields
-from reprokit.errors import ExecutorError, HarnessError, UsageError
+from reprokit.errors import BundleUnusable, ExecutorError, HarnessError, UsageError
 from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, RunOptions
 from reprokit.run.stacks import run_stacks
 
@@ -93,6 +96,43 @@ def write_kernels(bundle, dest: Path) -> None:
             target.write_bytes(bundle.read(rel))
 
 
+TENSORS = "trace/tensors/"
+
+
+def write_tensors(bundle, plan: dict, dest: Path) -> bool:
+    """The tensors a trace kept (trace/tensors/) for the plan's cases into dest, each checked
+    first: every file trace/trace.json lists must be in the bundle, and each must be a whole
+    archive as torch.save writes it (a zip whose members' CRCs hold), else BundleUnusable in one
+    line before anything runs. False when the bundle kept none for these cases."""
+    listed = []
+    if "trace/trace.json" in bundle.data:
+        listed = [f for f in json.loads(bundle.read("trace/trace.json")).get("tensor_files") or []
+                  if isinstance(f, str)]
+    wanted = {f"{TENSORS}{c['trace']['n']:04d}.{when}.pt" for c in plan["cases"]
+              if isinstance((c.get("trace") or {}).get("n"), int) for when in ("inputs", "outputs")}
+    missing = sorted(f for f in listed if f in wanted and f not in bundle.data)
+    if missing:
+        raise BundleUnusable(f"{bundle.root}: trace/trace.json lists the recorded tensors {missing[0]}, "
+                             "which the bundle does not hold")
+    names = sorted(rel for rel in bundle.data if rel in wanted)
+    for rel in names:
+        data = bundle.read(rel)
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                bad = z.testzip()
+        except (zipfile.BadZipFile, EOFError, ValueError) as e:
+            raise BundleUnusable(f"{bundle.root}: recorded tensors {rel} are corrupt ({e}); "
+                                 "replay it with --cases that leave the case out") from None
+        if bad is not None:
+            raise BundleUnusable(f"{bundle.root}: recorded tensors {rel} are corrupt (member {bad} "
+                                 "fails its CRC); replay it with --cases that leave the case out")
+    for rel in names:
+        target = dest / rel.removeprefix(TENSORS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(bundle.read(rel))
+    return bool(names)
+
+
 def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: BundleOptions, *,
            workers: int = 1, cases: str | None = None, listener: Listener = SILENT,
            timing_options: TimingOptions = DEFAULT) -> Replay:
@@ -106,7 +146,12 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
         write_kernels(bundle, kernels)
-        options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels)
+        # On a GPU a traced call launches from the tensors the trace kept (harness.callgpu);
+        # compile-only there is nothing to launch, so they stay out of the new bundles.
+        tensors = Path(tmp) / "tensors"
+        kept = gpu.on_gpu and write_tensors(bundle, plan, tensors)
+        options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels,
+                             tensors=tensors if kept else None)
         outcomes = run_stacks(stacks, executor, options, replace(out, parent=bundle.sha256), listener)
     columns = [_recorded(bundle, {c["id"] for c in plan["cases"]})]
     for o in outcomes:

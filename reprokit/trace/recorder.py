@@ -108,7 +108,8 @@ def _wrap_run(cls) -> None:
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
         entry = None if warmup else _see_or_miss(self, lambda: _name(self), args, kwargs, grid)
-        return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs))
+        return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs),
+                       lambda: getattr(self, "arg_names", ()))
 
     run._reprokit_wrapped = True
     cls.run = run
@@ -122,7 +123,8 @@ def _wrap_grid_executor(cls) -> None:
 
     def call(self, *args, **kwargs):
         entry = _see_or_miss(self.fn, lambda: getattr(self.fn, "__name__", "?"), args, kwargs, self.grid)
-        return _launch(entry, args, kwargs, lambda: original(self, *args, **kwargs))
+        return _launch(entry, args, kwargs, lambda: original(self, *args, **kwargs),
+                       lambda: getattr(self, "arg_names", ()))
 
     call._reprokit_wrapped = True
     cls.__call__ = call
@@ -139,15 +141,15 @@ def _see_or_miss(launcher, name, args: tuple, kwargs: dict, grid):
         return None
 
 
-def _launch(entry, args: tuple, kwargs: dict, launch):
-    """Run `launch()`, keeping the tensors around it when the entry asks, and say once that the
-    entry's specialisation was launched."""
+def _launch(entry, args: tuple, kwargs: dict, launch, names=tuple):
+    """Run `launch()`, keeping the tensors around it when the entry asks (by parameter name:
+    `names()` gives the kernel's), and say once that the entry's specialisation was launched."""
     if entry is not None and entry.get("save"):
-        _save_tensors(entry, args, kwargs, "inputs")
+        _save_tensors(entry, args, kwargs, "inputs", names())
     result = launch()
     if entry is not None:
         if entry.get("save"):
-            _save_tensors(entry, args, kwargs, "outputs")
+            _save_tensors(entry, args, kwargs, "outputs", names())
         if not entry.get("launched"):
             entry["launched"] = True
             _event({"type": "launched", "n": entry["n"]})
@@ -320,15 +322,17 @@ def _tensor(t) -> dict:
 _CAPS = {"small": (1 << 20, 16 << 20), "all": (1 << 30, 4 << 30)}
 
 
-def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str) -> None:
-    """The first launch's tensors, before (inputs) and after (outputs), up to the mode's caps."""
+def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -> None:
+    """The first launch's tensors, before (inputs) and after (outputs), up to the mode's caps,
+    by parameter name (a host descriptor by its base tensor), as a replay binds them."""
     import torch
 
     each, total = _CAPS[_STATE["tensors"]]
-    if when == "outputs" and any(t.is_cuda for t in _tensors(args, kwargs).values()):
+    tensors = _tensors(args, kwargs, names)
+    if when == "outputs" and any(t.is_cuda for t in tensors.values()):
         torch.cuda.synchronize()
     kept, left, used = {}, [], 0
-    for name, t in _tensors(args, kwargs).items():
+    for name, t in tensors.items():
         size = t.numel() * t.element_size()
         if size > each or used + size > total:
             left.append(name)
@@ -344,14 +348,17 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str) -> None:
         entry["save"] = False
 
 
-def _tensors(args: tuple, kwargs: dict) -> dict:
+def _tensors(args: tuple, kwargs: dict, names=()) -> dict:
+    """name -> tensor of a launch's arguments: positional ones by the kernel's parameter names
+    (`arg<i>` past them), host TensorDescriptors by their base tensor."""
+    names = list(names)
     out = {}
-    for i, v in enumerate(args):
+    pairs = [(names[i] if i < len(names) else f"arg{i}", v) for i, v in enumerate(args)] + list(kwargs.items())
+    for name, v in pairs:
+        if type(v).__name__ == "TensorDescriptor":
+            v = getattr(v, "base", None)
         if hasattr(v, "data_ptr") and hasattr(v, "numel"):
-            out[f"arg{i}"] = v
-    for k, v in kwargs.items():
-        if hasattr(v, "data_ptr") and hasattr(v, "numel"):
-            out[k] = v
+            out[name] = v
     return out
 
 
