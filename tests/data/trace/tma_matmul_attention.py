@@ -5,7 +5,8 @@ with its `_attn_fwd_inner` helper). Both are checked against torch.
 
 The device, SM count and target come from `triton.runtime.driver.active`, as the tutorials take
 them, so on a CPU this runs under TRITON_INTERPRET=1 only with a stand-in driver (`reprokit trace`
-gives one). Usage: tma_matmul_attention.py [--small]: --small keeps the shapes interpreter-sized.
+gives one). Usage: tma_matmul_attention.py [--small | --tiny]: --small keeps the shapes interpreter-sized,
+--tiny smaller still (tensors small enough for a committed bundle).
 """
 
 import sys
@@ -131,17 +132,17 @@ def attention(q, k, v, sm_scale):
     return o
 
 
-def main(small: bool) -> None:
+def main(small: bool, tiny: bool = False) -> None:
     triton.set_allocator(_alloc)  # device-side descriptors need scratch memory
     torch.manual_seed(0)
-    size = 256 if small else 4096
+    size = 128 if tiny else 256 if small else 4096
     for m in (size, size // 2):
         a = torch.randn((m, size), device=DEVICE, dtype=torch.float16)
         b = torch.randn((size, size), device=DEVICE, dtype=torch.float16)
         c = matmul(a, b)
         ref = a.float() @ b.float().T
         torch.testing.assert_close(c.float(), ref, rtol=1e-2, atol=1e-1 * (size / 256) ** 0.5)
-    z, h, n, d = (1, 2, 128, 64) if small else (4, 16, 1024, 64)
+    z, h, n, d = (1, 1, 128, 64) if tiny else (1, 2, 128, 64) if small else (4, 16, 1024, 64)
     q, k, v = (torch.randn((z, h, n, d), device=DEVICE, dtype=torch.float16) for _ in range(3))
     o = attention(q, k, v, 0.5)
     ref = torch.softmax((q.float() @ k.float().transpose(-1, -2)) * 0.5, dim=-1) @ v.float()
@@ -150,4 +151,5 @@ def main(small: bool) -> None:
 
 
 if __name__ == "__main__":
-    main("--small" in sys.argv[1:])
+    # --tiny: tensors small enough to keep in a committed bundle (`reprokit trace --tensors small`)
+    main("--small" in sys.argv[1:], "--tiny" in sys.argv[1:])
