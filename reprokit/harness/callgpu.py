@@ -246,6 +246,9 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     # the GPU parts (torch, NVML) load only in a case's process that launches.
     from reprokit.harness.toolbox import cubin_digest, load_kernel
 
+    why = host_filled_descriptors(case_dir)
+    if why:
+        return {"status": "not_launched", "reason": why}
     with suite_launch._gpu_lock():
         import torch
         import triton
@@ -276,6 +279,22 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         del b
         torch.cuda.empty_cache()
     return out
+
+
+def host_filled_descriptors(case_dir: str):
+    """Why the compiled case cannot be launched again, or None. 3.0-3.3's experimental TMA
+    descriptors (`tt.experimental_descriptor_load`/`_store` in the TTIR) are 128-byte tensors
+    that the program filled on the host (fill_1d/2d_tma_descriptor) with the global address of
+    a tensor of its own: seeded bytes are no descriptor, and recorded bytes point into the traced
+    process's memory, so either launch would fault."""
+    path = os.path.join(case_dir, "kernel.ttir")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        if "experimental_descriptor_" not in f.read():
+            return None
+    return ("its TMA descriptors are host-filled bytes (3.0-3.3 experimental descriptors) holding addresses "
+            "of the traced process: a replay has no valid descriptor to launch with")
 
 
 def status_of(rec: dict) -> str:
