@@ -111,7 +111,7 @@ def against(torch, out, ref, dtype: str) -> dict:
     """`out` against the recorded `ref` (same shape): bit-exact by digest, else the largest
     absolute and relative errors and whether every element is within the dtype's tolerance
     (NaN where the reference has NaN passes; integers and bools have no tolerance)."""
-    rec = {"sha256": digest(torch, ref)}
+    rec: dict = {"sha256": digest(torch, ref)}
     if list(out.shape) != list(ref.shape) or out.dtype != ref.dtype:
         rec.update(match="differs", why=f"recorded {str(ref.dtype).split('.')[-1]} {list(ref.shape)}")
         return rec
@@ -141,7 +141,7 @@ def recorded_tensors(torch, root: str, case: dict) -> dict:
     "outputs": {...}, "files": {...}} (empty where none were kept). A file that is named but
     cannot be read raises ValueError in one line."""
     n = (case.get("trace") or {}).get("n")
-    out = {"inputs": {}, "outputs": {}, "files": {}}
+    out: dict = {"inputs": {}, "outputs": {}, "files": {}}
     if not isinstance(n, int) or root is None:
         return out
     for when in ("inputs", "outputs"):
