@@ -176,26 +176,3 @@ def lock_clocks_value(text: str | None) -> str | None:
     if value == "max" or (value.isdigit() and int(value) > 0):
         return value
     raise UsageError(f"--lock-clocks {text!r} is not 'max' or a number of MHz")
-
-
-def reset_locked_clocks(gpu: GpuOptions) -> bool:
-    """After a run with --lock-clocks, reset the GPU's SM clock from the host as well: the harness
-    resets what it locked, but a harness killed by a timeout or a signal never gets to. True when
-    NVML took the reset; a host without NVML, or one that refuses, leaves the harness's own."""
-    if not gpu.on_gpu or not gpu.lock_clocks:
-        return False
-    try:
-        import pynvml
-    except ImportError:
-        return False
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return False
-    try:
-        pynvml.nvmlDeviceResetGpuLockedClocks(pynvml.nvmlDeviceGetHandleByIndex((gpu.host or {}).get("index", 0)))
-        return True
-    except pynvml.NVMLError:
-        return False
-    finally:
-        pynvml.nvmlShutdown()

@@ -23,12 +23,10 @@ from reprokit.commands.argtypes import (
 from reprokit.compare.timing import DEFAULT as TIMING
 from reprokit.compare.timing import TimingOptions
 from reprokit.errors import ExecutorError, HarnessError
-from reprokit.gpu import HostGpus, gpu_options, lock_clocks_value, notice
+from reprokit.gpu import HostGpus, gpu_options, notice
 from reprokit.harness.oracle import LEVELS
 from reprokit.harness.rows import case_cells
 from reprokit.options import Listener, RunOptions
-from reprokit.run.execute import harness_error_message
-from reprokit.run.stacks import grid
 
 EXECUTORS = ("auto", "docker", "venv", "local")
 
@@ -68,7 +66,7 @@ def gpu_from_args(args, profile, requested: str):
     environ = args.host.environ or {}
     host = HostGpus.for_mode(requested, environ.get("CUDA_VISIBLE_DEVICES"))
     gpu = gpu_options(profile, requested, host, allow_mismatch=args.allow_gpu_mismatch,
-                      lock_clocks=lock_clocks_value(args.lock_clocks))
+                      lock_clocks=args.lock_clocks)  # clock_mhz normalised it at the door
     if line := notice(gpu, host):
         say(line)
     return gpu
@@ -130,6 +128,32 @@ def console() -> Console:
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr)
+
+
+def harness_error_message(where: str, ids: list[str]) -> str:
+    """What a verb says (and exits 4 on) when cases failed in the harness rather than the compiler."""
+    return (f"{where}: {len(ids)} case(s) failed in the harness, not in the compiler, so they prove nothing: "
+            f"{', '.join(ids)} (each case's compile.log has the traceback)")
+
+
+def grid(outcomes) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """(stack names, [(case id, one cell per stack)]): verdict, with the status when it says more."""
+    stacks = [o.stack for o in outcomes]
+    order: list[str] = []
+    cells: dict[str, dict[str, str]] = {}
+    for o in outcomes:
+        for c in o.results.cases if o.results else ():
+            if c.id not in cells:
+                order.append(c.id)
+                cells[c.id] = {}
+            text: str = c.verdict
+            if c.fits is False:
+                text += " (no launch)"
+            cells[c.id][o.stack] = text
+    rows = []
+    for cid in order:
+        rows.append((cid, [cells[cid].get(o.stack, "-" if o.ok else "failed") for o in outcomes]))
+    return stacks, rows
 
 
 _STYLE = {"tma": "green", "no-tma": "yellow", "rejected": "cyan", "crashed": "red", "error": "red",

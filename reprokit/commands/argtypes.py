@@ -25,7 +25,7 @@ from pathlib import Path
 # the verbs these, so parsing costs nothing more.
 from reprokit.bundle.reader import parse_size
 from reprokit.compare.metric import parse_metric
-from reprokit.config import load_config
+from reprokit.config import GpuProfile, load_config
 from reprokit.errors import FileSystemError, UsageError
 from reprokit.gpu import lock_clocks_value
 from reprokit.run.bisect import parse_range
@@ -292,9 +292,10 @@ def _known_list(text: str, known, what: str) -> str:
     return ",".join(names)
 
 
-def gpu_profile(text: str) -> str:
+def gpu_profile(text: str) -> GpuProfile:
     """A GPU profile of stacks.toml (h100, b200...)."""
-    return _one_known(text, load_config().gpus, "GPU profile")
+    config = load_config()  # the profile itself, not its key: the verbs take it as it is
+    return config.gpu(_one_known(text, config.gpus, "GPU profile"))
 
 
 def gpu_list(text: str) -> str:

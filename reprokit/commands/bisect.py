@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     cfg = load_config()
-    profile = cfg.gpu(args.gpu)
+    profile = args.gpu
     lo, hi = parse_range(args.versions)
     metric = parse_metric(args.metric, args.threshold)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.

@@ -9,6 +9,7 @@ from reprokit.commands._common import (
     add_run_args,
     console,
     flat_case,
+    harness_error_message,
     run_options,
     say,
     verdict_table,
@@ -17,8 +18,7 @@ from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.run.capture import capture, check_out_dir
-from reprokit.run.execute import harness_error_message
+from reprokit.run.capture import capture
 from reprokit.userspec.plan import project_run
 from reprokit.userspec.project import for_run
 
@@ -41,19 +41,18 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    cfg = load_config()
-    profile = cfg.gpu(args.gpu)
+    profile = args.gpu
     if args.executor == "local" and args.stack:
         raise UsageError(f"--executor local captures this interpreter's own Triton; --stack {args.stack} needs "
                          f"venv or docker")
-    check_out_dir(args.out, args.force, (args.host.environ or {}).get("HOME"))
     options = run_options(args, profile, force=args.force)
     if args.executor == "local":
         stack = local_stack()
     else:
         if not args.stack:
-            raise UsageError(f"--stack is required with --executor {args.executor}; known: {', '.join(cfg.stacks)}")
-        stack = cfg.stack(args.stack)
+            raise UsageError(f"--stack is required with --executor {args.executor}; "
+                             f"known: {', '.join(load_config().stacks)}")
+        stack = load_config().stack(args.stack)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
     with project_run(for_run(args.project), options, args.host.tmp, stack.pins(), report=say) as options, \
             make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,

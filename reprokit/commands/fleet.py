@@ -193,7 +193,7 @@ def run_task(args) -> int:
     if index is None:
         raise UsageError("fleet task needs INDEX (or --index-from-env VAR)")
     if args.of_profile:
-        index = profile_task(state.load(args.dir), args.of_profile, index)
+        index = profile_task(state.load(args.dir), args.of_profile.key, index)
     return run_one(args.dir, index, args.host, load_config(), report=say)
 
 

@@ -13,6 +13,7 @@ from reprokit.commands._common import (
     add_time_args,
     console,
     gpu_from_args,
+    harness_error_message,
     say,
     timing_options,
 )
@@ -29,7 +30,6 @@ from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions
-from reprokit.run.execute import harness_error_message
 from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
 from reprokit.trace.plan import SUITE as TRACE_SUITE
 
@@ -84,10 +84,9 @@ def run(args) -> int:
     else:
         stacks = None
     gpu = gpu_from_args(args, profile, replay_mode(bundle.plan))
-    names = [s.name for s in stacks] if stacks else [bundle_stack(bundle.manifest).name]
-    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say,
-                       stacks=stacks or [bundle_stack(bundle.manifest)]) as executor, \
-            StackBars(names, off=args.json) as bars:
+    chosen = stacks or [bundle_stack(bundle.manifest)]
+    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=chosen) as executor, \
+            StackBars([s.name for s in chosen], off=args.json) as bars:
         result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
                         workers=args.workers, cases=args.cases, listener=bars, timing_options=topts)
     grid = result.grid

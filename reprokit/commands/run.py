@@ -44,15 +44,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    cfg = load_config()
-    profile = cfg.gpu(args.gpu)
+    profile = args.gpu
     if args.executor == "local":
         # This interpreter is one stack: the one whose Triton it has.
         if args.stacks != "all":
             raise UsageError("--executor local runs this interpreter's own Triton; --stacks needs venv or docker")
         stacks = [local_stack()]
     else:
-        stacks = cfg.select_stacks(args.stacks)
+        stacks = load_config().select_stacks(args.stacks)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
     project = for_run(args.project)
     if args.cases and project is None:

@@ -12,15 +12,14 @@ from pathlib import Path
 
 from reprokit import locks
 from reprokit.commands import argtypes
-from reprokit.commands._common import say
-from reprokit.config import Stack, load_config
+from reprokit.commands._common import harness_error_message, say
+from reprokit.config import Stack
 from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
 from reprokit.executors.local import LocalExecutor
 from reprokit.gpu import HostGpus, gpu_options
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
 from reprokit.records import Results
 from reprokit.run.capture import capture
-from reprokit.run.execute import harness_error_message
 from reprokit.run.publish import publish
 from reprokit.trace import plan as trace_plan
 from reprokit.trace import program
@@ -58,8 +57,7 @@ def run(args) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     program.resolve(tuple(argv))
-    cfg = load_config()
-    profile = cfg.gpu(args.gpu)
+    profile = args.gpu
     gpu = _gpu(args, profile)
     interpret = not gpu.on_gpu
     out = Path(args.out)

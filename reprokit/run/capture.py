@@ -89,8 +89,8 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: R
     profile, mode = options.profile, options.mode
     if options.plan is None:
         plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
-    else:
-        plan = dict(options.plan)
+    else:  # a replayed (or declared) plan runs as given, but names the stack it now runs on
+        plan = {**options.plan, "stack": stack.pins()}
     # On a GPU, the plan says which GPU was checked, what differed and was allowed, and the
     # clocks asked for (the harness locks them); a replayed plan gets this host's record.
     plan.pop("gpu", None)

@@ -23,8 +23,7 @@ from reprokit import locks
 from reprokit.config import GpuProfile, Stack
 from reprokit.errors import FileSystemError, HarnessError
 from reprokit.executors import Executor, RunResult
-from reprokit.gpu import reset_locked_clocks
-from reprokit.options import Origin, RunOptions
+from reprokit.options import GpuOptions, Origin, RunOptions
 from reprokit.proc import last_line
 from reprokit.records import Results, parse_results
 from reprokit.suite import copy_kernels
@@ -58,12 +57,6 @@ class Capture:
         env = json.loads((self.out_dir / "env.json").read_text())
         return [f"{k['name']} is set, but {k['why'].split(';')[0]}" for k in env.get("unread_knobs") or []
                 if k.get("set")]
-
-
-def harness_error_message(where: str, ids: list[str]) -> str:
-    """What a verb says (and exits 4 on) when cases failed in the harness rather than the compiler."""
-    return (f"{where}: {len(ids)} case(s) failed in the harness, not in the compiler, so they prove nothing: "
-            f"{', '.join(ids)} (each case's compile.log has the traceback)")
 
 
 def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> tuple[Results | None, str | None]:
@@ -119,3 +112,26 @@ def execute(plan: Mapping[str, Any], stack: Stack, executor: Executor, workdir: 
         raise HarnessError(f"{why} ({failed() if failed else f'logs in {workdir}'})")
     assert results is not None
     return Capture(workdir, stack, options.profile, executor.name, str(plan["mode"]), facts, run, results)
+
+
+def reset_locked_clocks(gpu: GpuOptions) -> bool:
+    """After a run with --lock-clocks, reset the GPU's SM clock from the host as well: the harness
+    resets what it locked, but a harness killed by a timeout or a signal never gets to. True when
+    NVML took the reset; a host without NVML, or one that refuses, leaves the harness's own."""
+    if not gpu.on_gpu or not gpu.lock_clocks:
+        return False
+    try:
+        import pynvml  # optional: nvidia-ml-py, the `gpu` extra; a host without it resets nothing
+    except ImportError:
+        return False
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    try:
+        pynvml.nvmlDeviceResetGpuLockedClocks(pynvml.nvmlDeviceGetHandleByIndex((gpu.host or {}).get("index", 0)))
+        return True
+    except pynvml.NVMLError:
+        return False
+    finally:
+        pynvml.nvmlShutdown()

@@ -1,4 +1,4 @@
-"""A run over several stacks: capture each, bundle each, and the cross-stack verdict grid.
+"""A run over several stacks: capture each, bundle each, and say how each went (StackOutcome).
 
 One stack's failure (image build, harness crash, engine down) is recorded and the others go on.
 Each capture is made in a locked temporary folder of this run inside the bundles' folder
@@ -13,7 +13,7 @@ at the start (OutputBusy, exit 2), before it does any work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
@@ -61,8 +61,7 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
             name = f"{stack.name}-{options.profile.key}"
             try:
                 with locks.temp(out, f".{name}", "run", is_dir=True) as tmp:
-                    cap = capture(stack, executor, tmp.path / name, _options_for(options, stack),
-                                  failed_as=out / name)
+                    cap = capture(stack, executor, tmp.path / name, options, failed_as=out / name)
                     listener.stack(stack.name, "bundling")
                     try:
                         path = publish(cap.out_dir, cap.origin(), bundle)
@@ -78,30 +77,3 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
                 outcomes.append(StackOutcome(stack.name, None, None, str(e)))
             listener.stack(stack.name, "done" if outcomes[-1].ok else "failed")
     return outcomes
-
-
-def _options_for(options: RunOptions, stack: Stack) -> RunOptions:
-    """A replayed plan runs as recorded, but names the stack it now runs on."""
-    if options.plan is None:
-        return options
-    return replace(options, plan={**options.plan, "stack": stack.pins()})
-
-
-def grid(outcomes: list[StackOutcome]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """(stack names, [(case id, one cell per stack)]): verdict, with the status when it says more."""
-    stacks = [o.stack for o in outcomes]
-    order: list[str] = []
-    cells: dict[str, dict[str, str]] = {}
-    for o in outcomes:
-        for c in o.results.cases if o.results else ():
-            if c.id not in cells:
-                order.append(c.id)
-                cells[c.id] = {}
-            text: str = c.verdict
-            if c.fits is False:
-                text += " (no launch)"
-            cells[c.id][o.stack] = text
-    rows = []
-    for cid in order:
-        rows.append((cid, [cells[cid].get(o.stack, "-" if o.ok else "failed") for o in outcomes]))
-    return stacks, rows
