@@ -6,11 +6,17 @@
                                                          reset, results parsed once (records)
     capture.capture(stack, executor, out_dir, options)   a capture folder, written aside and put in
                                                          place atomically; a failure kept as .failed
-    stacks.run_stacks(stacks, executor, options, bundle) capture and bundle each stack (run, replay,
+    stacks.run_stacks(stacks, executor, options, bundle, listener)
+                                                         capture and bundle each stack (run, replay,
                                                          bisect, the fleet task, trace)
     publish.publish(capture_dir, origin, options)        the one door to the bundle writer
     replay.replay(...), bisect.bisect(...)               the verbs that run stacks, then judge them
                                                          with reprokit.compare
+
+Below the verbs everything is typed: options (reprokit.options) in, records (reprokit.records)
+and outcomes out, and progress told through one Listener (reprokit.options), never an argparse
+Namespace, a callback per layer or an injected runner. A test stands a scripted Executor in for
+a stack (tests/helpers/scripted_executor.py).
 
 A new verb that makes a bundle (trace: a traced program's specialisations are a plan like any
 other) builds a plan and calls run_stacks, or capture then publish when it adds files of its own

@@ -33,12 +33,11 @@ from reprokit.suite import build_plan, kernels_dir
 CAPTURE = "capture"  # the marker kind of a capture folder (reprokit.locks.mark)
 
 
-def check_out_dir(out_dir: Path, force: bool, home: str | None = None) -> bool:
+def check_out_dir(out_dir: Path, force: bool) -> bool:
     """Refuse an out_dir that is not a folder, or holds something that may not be replaced: without
-    force anything; with force anything but a capture reprokit made (its marker says so). The
-    current folder, its ancestors, / and `home` are refused outright. True when out_dir holds a
-    capture that the new one replaces."""
-    locks.check_replaceable_path(out_dir, "capture", home)
+    force anything; with force anything but a capture reprokit made (its marker says so). True
+    when out_dir holds a capture that the new one replaces. (capture() has already refused the
+    current folder, its ancestors, / and HOME.)"""
     out_dir = Path(out_dir)
     try:
         if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
@@ -73,7 +72,7 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         raise FileSystemError.of(out_dir.parent, e, "cannot create the capture's folder") from None
     # Checked before anything runs: the folder is writable (the lock is made in it), and ours alone.
     with locks.hold(out_dir, "capture"):
-        replace = check_out_dir(out_dir, options.force, home)
+        replace = check_out_dir(out_dir, options.force)
         locks.sweep(out_dir.parent)
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work:
             cap = _run(stack, executor, out_dir, work.path, options,
