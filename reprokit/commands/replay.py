@@ -85,8 +85,8 @@ def run(args) -> int:
         stacks = None
     gpu = gpu_from_args(args, profile, replay_mode(bundle.plan))
     chosen = stacks or [bundle_stack(bundle.manifest)]
-    with make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=chosen) as executor, \
-            StackBars([s.name for s in chosen], off=args.json) as bars:
+    with StackBars([s.name for s in chosen], off=args.json) as bars, \
+            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=chosen) as executor:
         result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
                         workers=args.workers, cases=args.cases, listener=bars, timing_options=topts)
     grid = result.grid

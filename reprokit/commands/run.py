@@ -13,7 +13,6 @@ from reprokit.commands._common import (
     outcomes_exit_code,
     print_grid,
     run_options,
-    say,
 )
 from reprokit.commands.argtypes import out_dir, stack_list
 from reprokit.config import load_config
@@ -60,9 +59,9 @@ def run(args) -> int:
     options = run_options(args, profile)
     gpu = options.gpu
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
-    with project_run(project, options, args.host.tmp, report=say) as options, \
-            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say, stacks=stacks) as executor, \
-            StackBars([s.name for s in stacks], off=args.json) as bars:
+    with StackBars([s.name for s in stacks], off=args.json) as bars, \
+            project_run(project, options, args.host.tmp, report=bars.note) as options, \
+            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=stacks) as executor:
         outcomes = run_stacks(stacks, executor, options, bundle, bars)
     if args.json:
         print(json.dumps({"gpu": profile.key, "mode": gpu.mode, "executor": executor.name, "stacks": [
