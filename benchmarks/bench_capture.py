@@ -32,7 +32,8 @@ from reprokit.config import load_config  # noqa: E402
 from reprokit.executors import harness_env  # noqa: E402
 from reprokit.executors.local import LocalExecutor  # noqa: E402
 from reprokit.options import HostEnv  # noqa: E402
-from reprokit.suite import build_plan, copy_kernels, kernels_dir  # noqa: E402
+from reprokit.run.execute import copy_kernels  # noqa: E402
+from reprokit.suite import build_plan, kernels_dir  # noqa: E402
 
 OVERHEAD_TARGET = 1.10
 SPEEDUP_TARGET = 1.70

@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from reprokit.config import load_config  # noqa: E402
-from reprokit.suite import copy_kernels, kernels_dir  # noqa: E402
+from reprokit.run.execute import copy_kernels  # noqa: E402
+from reprokit.suite import kernels_dir  # noqa: E402
 from reprokit.sweep.spec import build_sweep_plan, load_spec  # noqa: E402
 
 TARGET = 1.25

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import shutil
 from pathlib import Path
 
 from reprokit.config import GpuProfile, defaults_root, load_toml
@@ -144,24 +143,3 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
     return {"format": PLAN_FORMAT, "suite": meta.get("name", "tma-controls"), "mode": mode,
             "profile": profile.to_dict(), "stack": stack, "problem": dict(meta.get("problem", {})), "sass": sass,
             "timeout_s": float(default_timeout), "cases": cases}
-
-
-def copy_kernels(plan: dict, src: Path, dest: Path) -> list[str]:
-    """Copy the kernel sources the plan names (and the suite definition) into dest. A plan of
-    declared or traced calls (kind "call") takes the whole folder: a user's kernel may import
-    the modules beside it."""
-    dest.mkdir(parents=True, exist_ok=True)
-    if any(c.get("kind") == "call" for c in plan["cases"]):
-        names = sorted(p.relative_to(src).as_posix() for p in Path(src).rglob("*")
-                       if p.is_file() and "__pycache__" not in p.relative_to(src).parts)
-        missing = sorted({c.get("file") or c["kernel"]["file"] for c in plan["cases"]} - set(names))
-        if missing:
-            raise ConfigError(f"kernel source {src / missing[0]} named by the plan does not exist")
-    else:
-        names = sorted({c["kernel"]["file"] for c in plan["cases"]} | {"suite.toml"})
-    for name in names:
-        if not (src / name).is_file():
-            raise ConfigError(f"kernel source {src / name} named by the plan does not exist")
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src / name, dest / name)
-    return names

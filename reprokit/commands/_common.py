@@ -171,6 +171,12 @@ def print_grid(outcomes, title: str) -> None:
     for cid, cells in rows:
         t.add_row(cid, *[f"[{_STYLE.get(c.split()[0], 'white')}]{c}[/]" for c in cells])
     console().print(t)
+    say_outcomes(outcomes)
+
+
+def say_outcomes(outcomes) -> None:
+    """One line per stack (reprokit.run.stacks.StackOutcome): its bundle or why it failed, then
+    what it warned of."""
     for o in outcomes:
         say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
         for w in o.warnings:

@@ -15,6 +15,7 @@ from reprokit.commands._common import (
     gpu_from_args,
     harness_error_message,
     say,
+    say_outcomes,
     timing_options,
 )
 from reprokit.commands.argtypes import (
@@ -75,38 +76,39 @@ def run(args) -> int:
         raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
     topts = timing_options(args)
     bundle = open_verified(args.bundle)   # verified before any stack is built
+    # What the bundle says, asked first: its profile, the cases chosen (refused before anything
+    # starts, in one line), and the stack it recorded unless --stacks names others.
     profile = bundle_profile(bundle.plan)
-    select_cases(bundle.plan, args.cases)  # said before anything starts, in one line
+    select_cases(bundle.plan, args.cases)
+    mode = replay_mode(bundle.plan)
     if args.stacks is not None:
         stacks = load_config().select_stacks(args.stacks)
     elif args.executor == "local":
         stacks = [local_stack()]
     else:
         stacks = None
-    gpu = gpu_from_args(args, profile, replay_mode(bundle.plan))
     chosen = stacks or [bundle_stack(bundle.manifest)]
+    gpu = gpu_from_args(args, profile, mode)
+    out = BundleOptions.from_host(args.host, args.out, share=args.share)
     with StackBars([s.name for s in chosen], off=args.json) as bars, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=chosen) as executor:
-        result = replay(bundle, stacks, executor, gpu, BundleOptions.from_host(args.host, args.out, share=args.share),
-                        workers=args.workers, cases=args.cases, listener=bars, timing_options=topts)
-    grid = result.grid
+        result = replay(bundle, stacks, executor, gpu, out, workers=args.workers, cases=args.cases, listener=bars,
+                        timing_options=topts)
+    grid, code = result.grid, result.exit_code_for(args.strict)
     for o in result.outcomes:
         if o.harness_errors:
             say(f"reprokit: {harness_error_message(o.stack, list(o.harness_errors))}")
     if args.json:
         print(json.dumps({"parent": result.parent, "bundle": result.bundle, "own_stack": result.own_stack,
-                          "reproduced": result.reproduced, "exit_code": result.exit_code_for(args.strict),
+                          "reproduced": result.reproduced, "exit_code": code,
                           "stacks": [{"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None,
                                       "error": o.error, "harness_errors": list(o.harness_errors)}
                                      for o in result.outcomes],
                           "grid": grid.to_dict()}, indent=1))
-        return result.exit_code_for(args.strict)
+        return code
     title = f"replay of {result.bundle} on {profile.key}, {gpu.mode}, executor {executor.name}"
     console().print(grid_table(grid, title, only_moved=not args.all and grid.moved))
-    for o in result.outcomes:
-        say(f"{o.stack}: {o.bundle}" if o.ok else f"{o.stack}: FAILED: {o.error}")
-        for w in o.warnings:
-            say(f"{o.stack}: warning: {w}")
+    say_outcomes(result.outcomes)
     for line in change_lines(grid):
         print(line)
     if result.own_stack and not grid.failed:
@@ -116,4 +118,4 @@ def run(args) -> int:
             print("reproduced in verdicts and metrics; only the normalised IR moved (above)")
         else:
             print("NOT reproduced on the bundle's own stack")
-    return result.exit_code_for(args.strict)
+    return code

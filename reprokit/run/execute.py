@@ -1,6 +1,7 @@
 """The spine's one step: a plan's harness run in a stack, over a work folder, to checked results.
 
     stage(workdir, plan, kernels, kind)                 plan.json, kernels/ and the folder's marker
+    copy_kernels(plan, src, dest)                       the kernel sources a plan names, into a folder
     execute(plan, stack, executor, workdir, options)    -> Capture (results parsed once, here)
 
 `execute` prepares the stack, gives the run one scratch folder of its own for every temporary
@@ -15,18 +16,18 @@ one (reprokit.sweep.run), a run, replay, bisect, fleet task or trace publish it 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from reprokit import locks
 from reprokit.config import GpuProfile, Stack
-from reprokit.errors import FileSystemError, HarnessError
+from reprokit.errors import ConfigError, FileSystemError, HarnessError
 from reprokit.executors import Executor, RunResult
 from reprokit.options import GpuOptions, Origin, RunOptions
 from reprokit.proc import last_line
 from reprokit.records import Results, parse_results
-from reprokit.suite import copy_kernels
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,30 @@ def stage(workdir: Path, plan: Mapping[str, Any], kernels: Path, kind: str) -> N
     try:
         (workdir / "logs").mkdir(exist_ok=True)
         (workdir / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
-        copy_kernels(dict(plan), Path(kernels), workdir / "kernels")
+        copy_kernels(plan, Path(kernels), workdir / "kernels")
     except OSError as e:
         raise FileSystemError.of(workdir, e, "cannot write") from None
+
+
+def copy_kernels(plan: Mapping[str, Any], src: Path, dest: Path) -> list[str]:
+    """Copy the kernel sources the plan names (and the suite definition) into dest. A plan of
+    declared or traced calls (kind "call") takes the whole folder: a user's kernel may import
+    the modules beside it."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(c.get("kind") == "call" for c in plan["cases"]):
+        names = sorted(p.relative_to(src).as_posix() for p in Path(src).rglob("*")
+                       if p.is_file() and "__pycache__" not in p.relative_to(src).parts)
+        missing = sorted({c.get("file") or c["kernel"]["file"] for c in plan["cases"]} - set(names))
+        if missing:
+            raise ConfigError(f"kernel source {src / missing[0]} named by the plan does not exist")
+    else:
+        names = sorted({c["kernel"]["file"] for c in plan["cases"]} | {"suite.toml"})
+    for name in names:
+        if not (src / name).is_file():
+            raise ConfigError(f"kernel source {src / name} named by the plan does not exist")
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / name, dest / name)
+    return names
 
 
 def execute(plan: Mapping[str, Any], stack: Stack, executor: Executor, workdir: Path, options: RunOptions, *,

@@ -33,9 +33,9 @@ from reprokit.executors import Executor
 from reprokit.harness import write_json
 from reprokit.options import BundleOptions, GpuOptions, Origin, RunOptions
 from reprokit.records import parse_results
-from reprokit.run.execute import execute
+from reprokit.run.execute import copy_kernels, execute
 from reprokit.run.publish import publish
-from reprokit.suite import copy_kernels, kernels_dir
+from reprokit.suite import kernels_dir
 from reprokit.sweep import answers as answers_mod
 from reprokit.sweep.condense import RunPaths, condense, executor_facts, write_timings
 from reprokit.sweep.spec import SweepSpec, build_sweep_plan
