@@ -4,6 +4,7 @@ stack and profile with the answers (sweep.json), a table of them printed per rel
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -29,8 +30,10 @@ from reprokit.commands.argtypes import (
 )
 from reprokit.config import load_config
 from reprokit.errors import UsageError
-from reprokit.executors import make_executor
+from reprokit.executors import local_stack, make_executor
+from reprokit.gpu import gpu_options
 from reprokit.options import BundleOptions
+from reprokit.sweep import measured
 from reprokit.sweep.merge import merge_shards
 from reprokit.sweep.run import SweepOptions, run_sweep, targets
 from reprokit.sweep.spec import load_spec, parse_shard
@@ -56,7 +59,12 @@ def add_parser(sub) -> None:
     add_project_arg(p)
     p.add_argument("--stacks", type=stack_list, default=None, help="only these stacks (comma-separated; default: the spec's)")
     p.add_argument("--gpus", type=gpu_list, default=None, help="only these GPU profiles (comma-separated; default: the spec's)")
-    p.add_argument("--executor", choices=[e for e in EXECUTORS if e != "local"], default="venv", help="where stacks run (default venv; sweeps run on pinned stacks, never locally)")
+    p.add_argument("--mode", choices=("compile-only", "gpu"), default="compile-only",
+                   help="compile-only (default), or gpu: also launch every point that compiles on this host's GPU, "
+                        "check it and time it against cuBLAS (docs/sweeps.md, On the GPU)")
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
+                   help="where stacks run (default venv; with --mode gpu, local: this interpreter, whose Triton and "
+                        "torch run on the GPU). local runs only with --mode gpu: compile-only sweeps run on pinned stacks")
     p.add_argument("--workers", type=positive_int, default=2, help="points compiled at once (default 2)")
     p.add_argument("--reduced", action="store_true", help="the spec's reduced grid (what CI runs)")
     p.add_argument("--shard", type=shard, default=None, metavar="I/N", help="run only shard I of N (points dealt round-robin)")
@@ -74,7 +82,7 @@ def add_parser(sub) -> None:
 
 # What only a sweep run reads: with --merge each would be ignored, so each is refused.
 _RUN_ONLY = (("spec", "a SPEC"), ("project", "--project"), ("stacks", "--stacks"), ("gpus", "--gpus"), ("shard", "--shard"),
-             ("sass", "--sass"), ("reduced", "--reduced"))
+             ("sass", "--sass"), ("reduced", "--reduced"), ("executor", "--executor"))
 
 
 def run(args) -> int:
@@ -98,19 +106,36 @@ def run(args) -> int:
 
 def _run(args, spec) -> int:
     cfg = load_config()
+    executor_name = args.executor or ("local" if args.mode == "gpu" else "venv")
+    host_stack = None
+    if executor_name == "local":
+        if args.mode != "gpu":
+            raise UsageError("--executor local runs a sweep on this interpreter's own Triton, which only --mode gpu "
+                             "does; compile-only sweeps run on the spec's pinned stacks (--executor venv or docker)")
+        if args.stacks:
+            raise UsageError("--executor local runs this interpreter's own Triton; --stacks needs venv or docker")
+        host_stack = local_stack()
     # Names checked at the door (argtypes); 'all' is every stack the spec names, as no --stacks is.
 
     def split(s):
         return tuple(x.strip() for x in s.split(",") if x.strip()) if s and s != "all" else ()
 
     opts = SweepOptions(work=args.work, workers=args.workers, gpus=split(args.gpus), stacks=split(args.stacks),
-                        reduced=args.reduced, shard=parse_shard(args.shard), sass=args.sass)
+                        reduced=args.reduced, shard=parse_shard(args.shard), sass=args.sass, mode=args.mode,
+                        host_stack=host_stack)
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     chosen = targets(spec, cfg, opts)
+    if args.mode == "gpu":
+        # This host's GPU checked against each chosen profile, once, before anything runs.
+        environ = args.host.environ or {}
+        checked = {p.key: gpu_options(p, "gpu", cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"), say=say)
+                   for p, _ in chosen}
+        opts = dataclasses.replace(opts, gpu=tuple(checked.values()))
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
                    disable=args.json or not console().is_terminal)
-    with make_executor(args.executor, args.host, report=say, stacks=[s for _, s in chosen]) as executor, bar:
+    with make_executor(executor_name, args.host, with_torch=args.mode == "gpu", report=say,
+                       stacks=[s for _, s in chosen]) as executor, bar:
         tasks = {}
 
         def progress(key: str, done: int, total: int, state: str) -> None:
@@ -149,12 +174,37 @@ def answer_rows(answers: list[dict]) -> tuple[list[str], list[tuple[str, list[st
                 fr = g.get("frontier")
                 if fr:
                     items.append((f"{g['group']}: smem > {fr['limit']}", f"{fr['too_big']} of {fr['compiled']}"))
+                items += _gpu_items(g)
             for row, text in items:
                 if row not in cells:
                     rows.append(row)
                     cells[row] = [""] * len(answers)
                 cells[row][i] = text
     return cols, [(r, cells[r]) for r in rows]
+
+
+def _gpu_items(g: dict) -> list[tuple[str, str]]:
+    """A GPU sweep's rows: what launched, the best config per size, each named config per size
+    (the config-fix proposal's conservative vs aggressive table) and the proposal's answer."""
+    m = g.get("gpu")
+    if not m:
+        return []
+    name = g["group"]
+    items = [(f"{name}: launched", ", ".join(f"{n} {s}" for s, n in m["statuses"].items()))]
+    for f in m["failures"]:
+        how = f"{f['resource']} " if f["resource"] else ""
+        rule = f["rule"]["text"] if f["rule"]["exact"] else f"~{f['rule']['text']}"
+        items.append((f"{name}: {f['status']}", f"{f['count']} ({how}when {rule})"))
+    for b in m["best"]:
+        t = b["best"]
+        items.append((f"{name}: best at {b['size']}", "-" if t is None else
+                      f"{t['id'].split('.', 1)[-1]}: {100 * t['of_cublas']:.1f}% of cuBLAS"
+                      + (f" ({t['tflops']:.0f} TFLOP/s)" if t.get("tflops") else "")))
+    for b in m["best"]:
+        for n in m["named"]:
+            items.append((f"{name}: {n['name']} at {b['size']}", measured.cell(n, b["size"])))
+    items.append((f"{name}: proposal", m["proposal"]["answer"]))
+    return items
 
 
 def _base_cell(g: dict) -> str:

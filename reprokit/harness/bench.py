@@ -22,6 +22,7 @@ says how it found it.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from reprokit.harness import nvml, stats
 
@@ -43,6 +44,38 @@ GRAPH_TARGET_MS = 10.0    # GPU time per replay of a graph
 # stayed at 1980 MHz (measured on the lab H100); 1x was not enough.
 IDLE_FACTOR = 3.0
 # Why Nsight Compute reads more than the headline, as each bundle records it (tests/gpu measure it).
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much a benchmark spends: rounds, the noise target and the floor of samples and time
+    before a round may stop, the time limit, the warm-up, and which methods run besides the
+    events (the profiler, whose first session costs a process 4-6 s of CUPTI start-up, and the
+    graphs). The suite's is SUITE; a GPU sweep times hundreds of configs and takes SWEEP."""
+
+    rounds: int = ROUNDS
+    noise_target: float = NOISE_TARGET
+    min_samples: int = MIN_SAMPLES
+    min_time_s: float = MIN_TIME_S
+    time_limit_s: float = TIME_LIMIT_S
+    warmup_ms: float = WARMUP_MS
+    profiler: bool = True
+    graphs: bool = True
+
+    def to_dict(self) -> dict:
+        return {"rounds": self.rounds, "noise_target": self.noise_target, "min_samples": self.min_samples,
+                "min_time_s": self.min_time_s, "time_limit_s": self.time_limit_s, "warmup_ms": self.warmup_ms,
+                "profiler": self.profiler, "graphs": self.graphs}
+
+
+SUITE = Budget()
+# A sweep point: three rounds still (their medians give the spread), each stopping at +-1% noise
+# after 5 kept samples; events only, so that no process pays CUPTI's start-up; a contender gives
+# up after 0.6 s (recorded). The GEMMs it times run 0.15-30 ms, so a round of 5 samples holds
+# 1-150 ms of launches, idle gap included.
+SWEEP = Budget(noise_target=0.01, min_samples=5, min_time_s=0.03, time_limit_s=0.6, warmup_ms=5.0,
+               profiler=False, graphs=False)
+
 VS_NCU = ("ncu's gpu__time_duration counts a fixed part of each launch that the profiler's kernel record "
           "leaves out: on the H100 an empty kernel reads 2.16 us under ncu and 0.90 us under the profiler "
           "(+1.26 us); with that added the headline is within 2% of ncu from 21 us to 1.6 ms")
@@ -100,7 +133,7 @@ class _Spinner:
         self.torch.cuda._sleep(cycles)
 
 
-def _estimate_ms(torch, fn, flush, spin) -> float:
+def _estimate_ms(torch, fn, flush, spin, warmup_ms: float = WARMUP_MS) -> float:
     """Warm-up, and the time per call it suggests (the median of the timed calls). The first
     calls are not timed: a library's first call at a new size (cuBLAS picking its kernel, a
     workspace allocation) can take milliseconds."""
@@ -109,7 +142,7 @@ def _estimate_ms(torch, fn, flush, spin) -> float:
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
-    while len(times) < 5 or (sum(times) < WARMUP_MS and len(times) < 500):
+    while len(times) < 5 or (sum(times) < warmup_ms and len(times) < 500):
         flush()
         start.record()
         fn()
@@ -138,15 +171,16 @@ def time_batch(torch, fn, flush, spin, n: int, spin_cycles: int) -> tuple:
 
 
 def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: float, limit_s: float,
-                  overhead_ms: float = 0.0) -> dict:
+                  overhead_ms: float = 0.0, noise_target: float = NOISE_TARGET,
+                  min_samples: int = MIN_SAMPLES) -> dict:
     """One round, stopped by the events: samples until at least MIN_SAMPLES kept ones and `min_s`
-    of wall time, then until the median's 95% interval is within +-NOISE_TARGET, or `limit_s`.
+    of wall time, then until the median's 95% interval is within +-`noise_target`, or `limit_s`.
     A sample whose clock reading (cycles over the spin's event time) is under `floor_mhz` is
     discarded. The event time of a spin also counts its launch's start (`overhead_ms`, measured
     by the spinner, is taken off); where the profiler ran, its exact spin times decide the
     discards afterwards (compare)."""
     events, spins, t0 = [], [], time.perf_counter()
-    batch = MIN_SAMPLES
+    batch = min_samples
     while True:
         e, s = time_batch(torch, fn, flush, spin, batch, spin_cycles)
         events += e
@@ -154,15 +188,15 @@ def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: fl
         kept = [t for t, sp in zip(events, spins) if not _below(spin_cycles, sp - overhead_ms, floor_mhz)]
         elapsed = time.perf_counter() - t0
         noise = stats.median_noise(kept) if len(kept) >= 2 else None
-        enough = len(kept) >= MIN_SAMPLES and elapsed >= min_s
-        if enough and noise is not None and noise <= NOISE_TARGET:
+        enough = len(kept) >= min_samples and elapsed >= min_s
+        if enough and noise is not None and noise <= noise_target:
             reached = True
             break
         if elapsed >= limit_s:
             reached = False
             break
         per = elapsed / len(events)
-        want = max(MIN_SAMPLES, int((min_s - elapsed) / per) + 1) if elapsed < min_s else len(events) // 2
+        want = max(min_samples, int((min_s - elapsed) / per) + 1) if elapsed < min_s else len(events) // 2
         batch = max(1, min(MAX_BATCH, want, int((limit_s - elapsed) / per) + 1))
     return {"events": events, "spin_event_ms": spins, "reached": reached, "noise": noise,
             "elapsed_s": round(elapsed, 4),
@@ -251,6 +285,18 @@ class _Profiler:
         return False
 
 
+class _NoProfiler:
+    """Where the budget runs no profiler (or no graphs): a block that records nothing."""
+
+    records, error = None, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 _NAMES: dict = {}
 
 
@@ -304,12 +350,14 @@ def reference_clock(nvml_index: int, spin: _Spinner) -> dict:
     return {"mhz": round(spin.cycles_per_us, 1), "source": "spin calibration"}
 
 
-def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_factor: float = 0.0) -> dict:
+def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_factor: float = 0.0,
+            budget: Budget = SUITE) -> dict:
     """Time each contender (name -> zero-argument callable that launches asynchronously),
     interleaved round by round, every launch timed by the profiler and by CUDA events at once
     and followed by a clock reading, then by CUDA graphs. `flush`: empty the L2 before each
     launch; `idle_factor`: the spin after each launch lasts that many times the launch's time
-    (at least SPIN_MIN_US). Returns per contender a summary (summarize_contender), NVML sampled
+    (at least SPIN_MIN_US); `budget`: rounds, stops and methods (SUITE; a sweep's points take
+    SWEEP, events only). Returns per contender a summary (summarize_contender), NVML sampled
     over the rounds (`nvml`) and over the graph replays (`nvml_graph`), the options (`method`),
     and `raw` (every sample, by contender, method and round)."""
     import torch
@@ -326,31 +374,34 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     spin = _Spinner(torch)
     ref = reference_clock(nvml_index, spin)
     floor = CLOCK_FLOOR * ref["mhz"]
-    est = {name: _estimate_ms(torch, fn, flusher, spin) for name, fn in contenders.items()}
+    est = {name: _estimate_ms(torch, fn, flusher, spin, budget.warmup_ms) for name, fn in contenders.items()}
     cycles = {name: spin.cycles_for(max(SPIN_MIN_US, 1e3 * idle_factor * est[name])) for name in contenders}
     lap("setup_warmup_s")
     raw = {name: {"events": [], "profiler": [], "graph": [], "spin_cycles": cycles[name], "spin_event_ms": [],
                   "spin_profiler_ms": [], "discarded": [], "reached": [], "noise": [], "elapsed_s": []}
            for name in contenders}
-    try:  # what separates one timed launch from the next in the profiler's records
-        spin_names = _names(torch, lambda: spin(100), "spin")
-        flush_names = _names(torch, flusher, "flush") if flush else set()
-        prof_error = None
-    except RuntimeError as e:
-        spin_names, flush_names, prof_error = set(), set(), str(e)
-    min_s, limit_s = MIN_TIME_S / ROUNDS, TIME_LIMIT_S / ROUNDS
+    spin_names, flush_names, prof_error = set(), set(), "not run: the budget times by CUDA events only"
+    if budget.profiler:
+        try:  # what separates one timed launch from the next in the profiler's records
+            spin_names = _names(torch, lambda: spin(100), "spin")
+            flush_names = _names(torch, flusher, "flush") if flush else set()
+            prof_error = None
+        except RuntimeError as e:
+            spin_names, flush_names, prof_error = set(), set(), str(e)
+    rounds = budget.rounds
+    min_s, limit_s = budget.min_time_s / rounds, budget.time_limit_s / rounds
     lap("profiler_probes_s")
     # NVML watches the rounds (the headline) and the graphs apart: a graph replays its launches
     # back to back, and a big GEMM's replay alone can reach the power cap.
-    with nvml.Sampler(nvml_index, 0.02) as watched, _Profiler(torch) as prof:
-        for _ in range(ROUNDS):
+    with nvml.Sampler(nvml_index, 0.02) as watched, (_Profiler(torch) if budget.profiler else _NoProfiler()) as prof:
+        for _ in range(rounds):
             for name, fn in contenders.items():
                 r = measure_round(torch, fn, flusher, spin, cycles[name], floor, min_s, limit_s,
-                                  spin.event_overhead_ms)
+                                  spin.event_overhead_ms, budget.noise_target, budget.min_samples)
                 for key in ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s"):
                     raw[name][key].append(r[key])
     lap("rounds_s")
-    order = [(name, i) for i in range(ROUNDS) for name in contenders]
+    order = [(name, i) for i in range(rounds) for name in contenders]
     prof_error = prof_error or prof.error
     if prof_error is None:
         try:
@@ -365,21 +416,24 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
                 # The profiler's spin times are exact: they decide which samples were slow-clocked.
                 raw[name]["discarded"][i] = [j for j, sp in enumerate(spins) if _below(cycles[name], sp, floor)]
     lap("profiler_records_s")
-    with nvml.Sampler(nvml_index, 0.02) as watched_graph:
-        for name, fn in contenders.items():
+    with nvml.Sampler(nvml_index, 0.02) if budget.graphs else _NoProfiler() as watched_graph:
+        for name, fn in contenders.items() if budget.graphs else ():
             inner = int(min(200, max(5, GRAPH_TARGET_MS / max(est[name], 1e-3))))
             idle = spin.cycles_for(1e3 * idle_factor * est[name]) if idle_factor else 0
             try:
                 raw[name]["graph"].append(time_graph(torch, fn, flusher, spin, inner, idle_cycles=idle))
             except RuntimeError as e:  # a kernel that cannot be captured still has its other timings
                 raw[name]["graph_error"] = str(e).strip().splitlines()[0][:300]
-    method = {"flush_l2": bool(flush), "idle_factor": float(idle_factor), "rounds": ROUNDS,
-              "noise_target": NOISE_TARGET, "min_samples": MIN_SAMPLES, "min_time_s": MIN_TIME_S,
-              "time_limit_s": TIME_LIMIT_S, "clock_floor": CLOCK_FLOOR, "reference_clock_mhz": ref["mhz"],
+    method = {"flush_l2": bool(flush), "idle_factor": float(idle_factor), "rounds": rounds,
+              "noise_target": budget.noise_target, "min_samples": budget.min_samples,
+              "min_time_s": budget.min_time_s, "time_limit_s": budget.time_limit_s,
+              "profiler": budget.profiler, "graphs": budget.graphs, "clock_floor": CLOCK_FLOOR, "reference_clock_mhz": ref["mhz"],
               "reference_clock_source": ref["source"], "vs_ncu": VS_NCU}
     lap("graphs_s")
     method["phase_s"] = phase
-    out = {"raw": raw, "nvml": watched, "nvml_graph": watched_graph, "method": method}
+    out = {"raw": raw, "nvml": watched, "method": method}
+    if budget.graphs:
+        out["nvml_graph"] = watched_graph
     for name in contenders:
         out[name] = summarize_contender(raw[name], prof_error, method)
     return out

@@ -27,6 +27,9 @@ POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or
 DETERMINISM_RUNS = 5
 COPY_BENCH_SIZES = ((4096, 4096), (8192, 8192))
 GEMM_BENCH_SIZES = (2048, 4096, 8192)
+# A GPU sweep's points (gemm-configs: hundreds of configs) are timed at the two sizes the
+# config-fix proposal argues about, with the sweep's lighter budget (bench.SWEEP).
+SWEEP_GEMM_SIZES = (4096, 8192)
 # Correctness runs at sizes with tails: 4000 = 31 x 128 + 32, and TMA's 16-byte stride rule holds
 # (4000 x 2 B is a multiple of 16). Tiled kernels without boundary handling run at the problem size.
 TAIL = 4000
@@ -102,23 +105,30 @@ class Bound:
     inlined beside it, and `stats.` names only stats' pure functions."""
 
     def __init__(self, torch, triton, fn, case: dict, recipe: Recipe, size: dict, seed: int = 0, cubin=None,
-                 device: str = "cuda"):
+                 device: str = "cuda", fill: bool = True):
         self.torch, self.fn, self.case, self.recipe, self.size = torch, fn, case, recipe, size
         self.cubin, self.device = cubin, device
         cx = case["constexprs"]
         g = torch.Generator(device=device)
         g.manual_seed(seed)
         dev = device
+
+        def rand(*shape):
+            # fill=False: allocated, never written (no GPU work: a JIT warm-up beside another's timing)
+            if fill:
+                return torch.randn(*shape, device=dev, dtype=torch.float16, generator=g)
+            return torch.empty(*shape, device=dev, dtype=torch.float16)
+
         if recipe.kind == "copy":
             M, N = size["M"], size["N"]
-            self.src = torch.randn(M, N, device=dev, dtype=torch.float16, generator=g)
+            self.src = rand(M, N)
             self.out = torch.empty_like(self.src)
             self.base_out = torch.empty_like(self.src)
             self.inputs = (self.src,)
         else:
             M, N, K = size["M"], size["N"], size["K"]
-            self.a = torch.randn(M, K, device=dev, dtype=torch.float16, generator=g)
-            self.b = torch.randn(K, N, device=dev, dtype=torch.float16, generator=g)
+            self.a = rand(M, K)
+            self.b = rand(K, N)
             self.out = torch.empty(M, N, device=dev, dtype=torch.float16)
             self.base_out = torch.empty_like(self.out)
             self.inputs = (self.a, self.b)
@@ -239,24 +249,38 @@ def check_size(case: dict, recipe: Recipe, problem: dict) -> dict:
 
 def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubin_digest) -> dict:
     """Everything a case does on the GPU; the dict goes under the record's `gpu` key. Benchmark
-    samples go to `bench.json` beside the case's IR (the record holds their summaries)."""
+    samples go to `bench.json` beside the case's IR (the record holds their summaries).
+
+    A sweep's point (plan `sweep`) is timed at SWEEP_GEMM_SIZES with the lighter bench.SWEEP
+    budget, and its JIT compiles before the point waits for the GPU (warm_jit): hundreds of
+    points compile side by side while one at a time holds the GPU."""
     recipe, why = recipe_for(case)
     if recipe is None:
         return {"status": "not_launched", "reason": why}
-    if recipe.bench and case["control"] in ("P0", "gemm"):
+    sweep_point = bool(case.get("sweep")) and bool(plan.get("sweep"))
+    benched = recipe.bench and case["control"] in ("P0", "gemm")
+    if benched and not sweep_point:
         import torch
 
         bench.warm_profiler(torch)  # seconds of CUPTI start-up, spent before waiting for the GPU
+    fn = None if recipe.args == "cuda" else load_kernel(kernels_dir, case["kernel"]["file"],
+                                                        case["kernel"]["function"])
+    size = check_size(case, recipe, plan.get("problem") or {})
+    cubin = os.path.join(case_dir, "kernel.cubin")
+    if sweep_point and fn is not None:
+        import torch
+        import triton
+
+        torch.cuda.init()
+        failed = warm_jit(torch, triton, fn, case, recipe, size)
+        if failed is not None:
+            return {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size, **failed}
     with _gpu_lock():
         import torch
         import triton
 
         torch.cuda.init()
         t_gpu = time.perf_counter()
-        cubin = os.path.join(case_dir, "kernel.cubin")
-        fn = None if recipe.args == "cuda" else load_kernel(kernels_dir, case["kernel"]["file"],
-                                                            case["kernel"]["function"])
-        size = check_size(case, recipe, plan.get("problem") or {})
         out = {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size}
         try:
             bound = Bound(torch, triton, fn, case, recipe, size, cubin=cubin)
@@ -277,9 +301,10 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
             out["status"] = "wrong"
         elif not out["determinism"]["deterministic"]:
             out["status"] = "nondeterministic"
-        if recipe.bench and case["control"] in ("P0", "gemm"):
-            samples = []
-            out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples, cubin)
+        if benched and (out["status"] == "ok" or not sweep_point):
+            samples: list = []
+            how = {"sizes": SWEEP_GEMM_SIZES, "budget": bench.SWEEP} if sweep_point else {}
+            out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples, cubin, **how)
             path = os.path.join(case_dir, "bench.json")
             with open(path, "w") as f:
                 json.dump({"case": case["id"], "unit": "ms", "runs": samples}, f, indent=1, sort_keys=True)
@@ -288,6 +313,22 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         torch.cuda.empty_cache()
         out["gpu_s"] = round(time.perf_counter() - t_gpu, 3)  # how long this case held the GPU
     return out
+
+
+def warm_jit(torch, triton, fn, case: dict, recipe: Recipe, size: dict) -> dict | None:
+    """Compile the kernel through the JIT for this process, without launching it and without the
+    GPU lock: operands allocated, never written, so no GPU work runs beside another case's
+    timing. Every size the case runs at specialises the same way (M, N, K multiples of 16,
+    16-byte aligned pointers), so the launches under the lock find it compiled. None, or the
+    launch failure (classify_launch_error) that the JIT raised: the case's GPU result."""
+    try:
+        warm = Bound(torch, triton, fn, case, recipe, size, fill=False)
+        fn.warmup(*warm.args, grid=warm.grid, **warm.kwargs)
+    except Exception as e:  # noqa: BLE001 - the JIT's failure is this case's GPU result
+        traceback.print_exc()
+        return stats.classify_launch_error(type(e).__name__, str(e))
+    del warm
+    return None
 
 
 def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
@@ -304,18 +345,20 @@ def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
             "sha256": digests[0] if len(set(digests)) == 1 else digests}
 
 
-def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list, cubin=None) -> list:
-    """The kernel against torch's copy (copies) or cuBLAS (GEMMs), at each benchmark size, each
-    timed by the profiler, CUDA events and CUDA graphs (reprokit.harness.bench), NVML watching;
-    summaries returned, raw samples appended to `samples`."""
+def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list, cubin=None,
+              sizes: tuple = GEMM_BENCH_SIZES, budget: bench.Budget = bench.SUITE) -> list:
+    """The kernel against torch's copy (copies) or cuBLAS (GEMMs), at each benchmark size (GEMMs:
+    `sizes`), each timed by the profiler, CUDA events and CUDA graphs (reprokit.harness.bench;
+    `budget` says which and how long), NVML watching; summaries returned, raw samples appended
+    to `samples`."""
     rows = []
     if recipe.kind == "copy":
-        sizes = [{"M": m, "N": n, "elem_bytes": 2} for m, n in COPY_BENCH_SIZES]
+        shapes = [{"M": m, "N": n, "elem_bytes": 2} for m, n in COPY_BENCH_SIZES]
         peak, baseline = profile.get("mem_bandwidth_gbs"), "torch.copy_"
     else:
-        sizes = [{"M": s, "N": s, "K": s} for s in GEMM_BENCH_SIZES]
+        shapes = [{"M": s, "N": s, "K": s} for s in sizes]
         peak, baseline = profile.get("fp16_tflops"), "cublas (torch.matmul)"
-    for size in sizes:
+    for size in shapes:
         bound = Bound(torch, triton, fn, case, recipe, size, seed=1, cubin=cubin)
         try:
             bound.run()  # compile + load before timing
@@ -324,7 +367,7 @@ def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samp
             rows.append({"size": size, **stats.classify_launch_error(type(e).__name__, str(e))})
             continue
         res = bench.compare({"kernel": bound.run, "baseline": bound.baseline}, nvml.index_for_cuda_device(0),
-                            **bench_policy(recipe.kind, size))
+                            **bench_policy(recipe.kind, size), budget=budget)
         samples.append({"size": size, "raw": res.pop("raw")})
         row = {"size": size, "baseline_name": baseline, **res}
         for who in ("kernel", "baseline"):

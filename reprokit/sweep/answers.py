@@ -15,6 +15,7 @@ import itertools
 import re
 
 from reprokit.records import CaseRecord, Results
+from reprokit.sweep import measured
 
 FORMAT = 1
 _DIGITS = re.compile(r"\d+")
@@ -153,6 +154,10 @@ def _product(g: dict, members: list, plan_cases: dict, profile: dict, hypotheses
     for h in hypotheses:
         out["hypotheses"].append(check_rule(h["name"], h["rule"], any_fail, all_ids, params))
     out["frontier"] = _frontier(supported, params, profile, axes)
+    names = {c.id: plan_cases[c.id]["sweep"]["name"] for c in members if plan_cases[c.id]["sweep"].get("name")}
+    gpu = measured.answer(supported, params, names, lambda ids: best_rule(ids, all_ids, params, axes, values))
+    if gpu is not None:
+        out["gpu"] = gpu
     n = len(supported)
     if not failing:
         expect = supported[0].expect
@@ -238,4 +243,9 @@ def boundary_ids(answers: dict) -> set:
             keep.add(n["id"])
         for f in g.get("failures", []):
             keep.add(f["ids"][0])
+        for f in (g.get("gpu") or {}).get("failures", []):
+            keep.add(f["ids"][0])
+        for b in (g.get("gpu") or {}).get("best", []):
+            if b["best"]:
+                keep.add(b["best"]["id"])
     return keep

@@ -157,6 +157,16 @@ def keep_ir(case_dir: Path, dest: Path, rec: dict, cid: str, script: str | None 
             rec["artifacts"]["reproducer"] = f"cases/{cid}/reproducer.mlir"
 
 
+def keep_samples(case_dir: Path, dest: Path, rec: dict, cid: str) -> None:
+    """A GPU sweep's point keeps its raw timing samples (bench.json), whatever else it keeps:
+    the answers' numbers are medians of them, and a reader must be able to recompute them."""
+    src = case_dir / "bench.json"
+    if src.is_file():
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest / src.name)
+        rec["artifacts"]["bench"] = f"cases/{cid}/{src.name}"
+
+
 def condense(work: Path, dest: Path, *, epoch: int, keep, paths: RunPaths = RunPaths()) -> dict:
     """Write plan.json, results.json, env.json and the kept points' IR from `work` into `dest`;
     return the canonical results. `keep(results)`: ids of points that keep full IR beyond the
@@ -183,6 +193,7 @@ def condense(work: Path, dest: Path, *, epoch: int, keep, paths: RunPaths = RunP
         if out["id"] in chosen or sampled(out["id"]):
             keep_ir(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"], _script(scripts, out),
                     paths)
+        keep_samples(work / "cases" / out["id"], dest / "cases" / out["id"], out, out["id"])
     env = {**paths.mask_json(env), "taken": iso(epoch)}
     for name, doc in (("results.json", canon), ("env.json", env)):
         (dest / name).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

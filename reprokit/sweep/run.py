@@ -50,7 +50,10 @@ class SweepOptions:
 
     work: the folder of resumable work folders; gpus/stacks: only these of the spec's targets
     (empty: all); reduced: the spec's reduced grid; shard: (i, n); sass: all | base | none
-    (default: the spec's)."""
+    (default: the spec's). mode "gpu": every point that compiles is also launched, checked and
+    timed (reprokit.harness.launch), on the GPU that `gpu` checked against each target's
+    profile (GpuOptions, one per profile); host_stack: the stack that runs every target instead
+    of the spec's (the local executor: this interpreter's own Triton, as `run --executor local`)."""
 
     work: Path
     workers: int = 1
@@ -61,10 +64,20 @@ class SweepOptions:
     sass: str | None = None
     run_timeout_s: float = 6 * 3600
     mode: str = "compile-only"
+    gpu: tuple = ()
+    host_stack: Stack | None = None
 
     def __post_init__(self):
         if self.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {self.workers}")
+
+    def gpu_for(self, profile: GpuProfile) -> GpuOptions:
+        if self.mode != "gpu":
+            return GpuOptions(profile, self.mode)
+        found = next((g for g in self.gpu if g.profile.key == profile.key and g.on_gpu), None)
+        if found is None:
+            raise UsageError(f"--mode gpu: no GPU of this host was checked against the {profile.key} profile")
+        return found
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,9 @@ def targets(spec: SweepSpec, cfg: Config, opts: SweepOptions) -> list[tuple[GpuP
     for t in spec.targets:
         if opts.gpus and t.gpu not in opts.gpus:
             continue
+        if opts.host_stack is not None:  # one stack, this host's, for every GPU target chosen
+            out.append((cfg.gpu(t.gpu), opts.host_stack))
+            continue
         names = [s for s in t.stacks if not opts.stacks or s in opts.stacks]
         if opts.stacks and not t.stacks:
             names = list(opts.stacks)
@@ -104,7 +120,7 @@ def targets(spec: SweepSpec, cfg: Config, opts: SweepOptions) -> list[tuple[GpuP
 
 
 def work_dir(opts: SweepOptions, spec: SweepSpec, stack: Stack, profile: GpuProfile) -> Path:
-    name = spec.name + ("-reduced" if opts.reduced else "")
+    name = spec.name + ("-reduced" if opts.reduced else "") + ("-gpu" if opts.mode == "gpu" else "")
     if opts.shard:
         name += f"-shard{opts.shard[0]}of{opts.shard[1]}"
     return Path(opts.work) / name / f"{stack.name}-{profile.key}"
@@ -131,8 +147,13 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOp
 
 def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptions, bundle: BundleOptions,
             executor: Executor, progress=None) -> SweepOutcome:
+    gpu = opts.gpu_for(profile)
     plan = build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
                             mode=opts.mode)
+    if gpu.record():
+        # The GPU as NVML names it (no serial, no UUID): the same on every machine of its kind, so a
+        # sweep resumes on the next machine lent, and on no other kind of GPU.
+        plan["gpu"] = gpu.record()
     work = work_dir(opts, spec, stack, profile)
     try:
         work.parent.mkdir(parents=True, exist_ok=True)
@@ -155,7 +176,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
             progress(before, total, "resuming" if before else "compiling")
             watcher = threading.Thread(target=_watch, args=(work, total, progress, stop), daemon=True)
             watcher.start()
-        options = RunOptions(GpuOptions(profile, opts.mode), workers=opts.workers, run_timeout_s=opts.run_timeout_s)
+        options = RunOptions(gpu, workers=opts.workers, run_timeout_s=opts.run_timeout_s)
         try:
             # The spine's step: its own scratch folder (reprokit-cases-*, ptxas's temporary files),
             # removed however the run ends and swept by the next after a SIGKILL.
