@@ -69,11 +69,11 @@ class Budget:
 
 
 SUITE = Budget()
-# A sweep point: three rounds still (their medians give the spread), each stopping at +-1% noise
+# A sweep point: two rounds (their medians still give a spread), each stopping at +-1% noise
 # after 5 kept samples; events only, so that no process pays CUPTI's start-up; a contender gives
-# up after 0.6 s (recorded). The GEMMs it times run 0.15-30 ms, so a round of 5 samples holds
-# 1-150 ms of launches, idle gap included.
-SWEEP = Budget(noise_target=0.01, min_samples=5, min_time_s=0.03, time_limit_s=0.6, warmup_ms=5.0,
+# up after 0.5 s (recorded). On the H100 a round of the 8192^3 GEMM (2 ms, idle 3x) stops after
+# 15-22 samples; three rounds made a point hold the GPU 2 s, too long for 324 launchable configs.
+SWEEP = Budget(rounds=2, noise_target=0.01, min_samples=5, min_time_s=0.02, time_limit_s=0.5, warmup_ms=5.0,
                profiler=False, graphs=False)
 
 VS_NCU = ("ncu's gpu__time_duration counts a fixed part of each launch that the profiler's kernel record "
@@ -326,9 +326,19 @@ def warm_profiler(torch) -> None:
         pass
 
 
+_REFERENCE: dict = {}
+
+
 def reference_clock(nvml_index: int, spin: _Spinner) -> dict:
     """The SM clock samples are held to: NVML's default applications clock (what the board runs
-    at when nothing lowers it), else its maximum SM clock, else the spin's calibration."""
+    at when nothing lowers it), else its maximum SM clock, else the spin's calibration. NVML's
+    answer is kept per process (a board's defaults do not change under it)."""
+    if nvml_index not in _REFERENCE:
+        _REFERENCE[nvml_index] = _nvml_reference(nvml_index)
+    return _REFERENCE[nvml_index] or {"mhz": round(spin.cycles_per_us, 1), "source": "spin calibration"}
+
+
+def _nvml_reference(nvml_index: int) -> dict | None:
     nv = nvml._pynvml()
     if nv is not None:
         try:
@@ -347,7 +357,7 @@ def reference_clock(nvml_index: int, spin: _Spinner) -> dict:
                 nv.nvmlShutdown()
         except nv.NVMLError:
             pass
-    return {"mhz": round(spin.cycles_per_us, 1), "source": "spin calibration"}
+    return None
 
 
 def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_factor: float = 0.0,

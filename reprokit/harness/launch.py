@@ -272,6 +272,8 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         import triton
 
         torch.cuda.init()
+        # cuBLAS's handle (its library loaded, no kernel run) before the wait, not while holding the GPU
+        torch.cuda.current_blas_handle()
         failed = warm_jit(torch, triton, fn, case, recipe, size)
         if failed is not None:
             return {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size, **failed}
