@@ -325,7 +325,13 @@ def warm_jit(torch, triton, fn, case: dict, recipe: Recipe, size: dict) -> dict 
     launch failure (classify_launch_error) that the JIT raised: the case's GPU result."""
     try:
         warm = Bound(torch, triton, fn, case, recipe, size, fill=False)
-        fn.warmup(*warm.args, grid=warm.grid, **warm.kwargs)
+        kernel = fn.warmup(*warm.args, grid=warm.grid, **warm.kwargs)
+        # The launcher stub (a C file built with the host's compiler, 0.5 s, never cached across
+        # points: each has its own Triton cache) and the module's load happen at the first launch,
+        # and so would under the lock: here instead. The load checks the shared memory a block
+        # needs against the device's: a config that cannot launch fails here with that error.
+        if hasattr(kernel, "_init_handles"):
+            kernel._init_handles()
     except Exception as e:  # noqa: BLE001 - the JIT's failure is this case's GPU result
         traceback.print_exc()
         return stats.classify_launch_error(type(e).__name__, str(e))
