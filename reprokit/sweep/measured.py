@@ -55,8 +55,11 @@ def point(c: CaseRecord) -> dict | None:
 def answer(members: list, params: dict, names: dict, rule_for) -> dict | None:
     """The `gpu` answers of one product group; None when none of its points ran on the GPU.
     names: point id -> suite config name; rule_for(ids): the threshold rule selecting them."""
-    facts = {c.id: point(c) for c in members}
-    facts = {i: f for i, f in facts.items() if f is not None}
+    facts: dict[str, dict] = {}
+    for c in members:
+        f = point(c)
+        if f is not None:
+            facts[c.id] = f
     if not facts:
         return None
     statuses: dict = {}
