@@ -31,7 +31,7 @@ from reprokit.commands.argtypes import (
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.gpu import gpu_options
+from reprokit.gpu import HostGpus, gpu_options
 from reprokit.options import BundleOptions
 from reprokit.sweep import measured
 from reprokit.sweep.merge import merge_shards
@@ -127,9 +127,8 @@ def _run(args, spec) -> int:
     chosen = targets(spec, cfg, opts)
     if args.mode == "gpu":
         # This host's GPU checked against each chosen profile, once, before anything runs.
-        environ = args.host.environ or {}
-        checked = {p.key: gpu_options(p, "gpu", cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"), say=say)
-                   for p, _ in chosen}
+        host = HostGpus.for_mode("gpu", (args.host.environ or {}).get("CUDA_VISIBLE_DEVICES"))
+        checked = {p.key: gpu_options(p, "gpu", host) for p, _ in chosen}
         opts = dataclasses.replace(opts, gpu=tuple(checked.values()))
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
