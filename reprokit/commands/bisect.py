@@ -28,7 +28,7 @@ from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import make_executor
 from reprokit.options import BundleOptions, GpuOptions, Listener, RunOptions
-from reprokit.run.bisect import bisect, list_releases, max_captures, parse_range
+from reprokit.run.bisect import PackageIndex, bisect, list_releases, max_captures, parse_range
 from reprokit.suite import expand_cases, load_suite
 from reprokit.userspec.plan import checked, project_run
 from reprokit.userspec.project import for_run
@@ -86,7 +86,7 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, options) -> 
     # The Python the venv stacks are built with; docker stacks pin their own, and pip on this
     # interpreter's version is the nearest question to ask.
     python = getattr(executor, "python", None) or os.path.realpath(sys.executable)
-    releases = list_releases(lo, hi, python)
+    releases = list_releases(lo, hi, python, PackageIndex())
     if not args.json:
         say(f"releases {lo}..{hi} with a wheel for Python {releases.python}: {', '.join(releases.usable)}")
         if releases.skipped:

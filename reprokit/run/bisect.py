@@ -77,16 +77,31 @@ def _pypi_versions(url: str) -> list[str]:
             if _FINAL.match(v) and files and not all(f.get("yanked") for f in files)]
 
 
-def list_releases(lo: str, hi: str, python: str, *, pip_versions=_pip_versions,
-                  all_versions=_pypi_versions, url: str = PYPI_JSON) -> Releases:
+class PackageIndex:
+    """Where bisect learns the Triton releases: pip says which have a wheel for a Python, PyPI's
+    JSON API (`url`) which exist at all. A test hands list_releases an index of its own."""
+
+    url = PYPI_JSON
+
+    def wheels(self, python: str) -> tuple[list[str], str]:
+        """(releases with a wheel for `python`, that Python's version)."""
+        return _pip_versions(python)
+
+    def releases(self) -> list[str]:
+        """Every final release that has files, yanked ones left out; OSError, URLError or
+        ValueError when the index cannot say."""
+        return _pypi_versions(self.url)
+
+
+def list_releases(lo: str, hi: str, python: str, index: PackageIndex) -> Releases:
     """Final Triton releases from lo to hi (inclusive) on the index; UsageError when none is."""
-    usable, pyver = pip_versions(python)
+    usable, pyver = index.wheels(python)
     note = None
     try:
-        everything = all_versions(url)
+        everything = index.releases()
     except (OSError, urllib.error.URLError, ValueError) as e:
         everything = list(usable)
-        note = f"releases without a wheel for Python {pyver} are not listed ({url}: {e})"
+        note = f"releases without a wheel for Python {pyver} are not listed ({index.url}: {e})"
 
     def inside(v: str) -> bool:
         return bool(_FINAL.match(v)) and vkey(lo) <= vkey(v) <= vkey(hi)

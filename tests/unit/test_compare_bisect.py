@@ -13,7 +13,15 @@ from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions, HostEnv, Listener
 from reprokit.records import CaseRecord
-from reprokit.run.bisect import Releases, bisect, list_releases, max_captures, parse_range, stack_for
+from reprokit.run.bisect import (
+    PackageIndex,
+    Releases,
+    bisect,
+    list_releases,
+    max_captures,
+    parse_range,
+    stack_for,
+)
 from tests.helpers.scripted_executor import ScriptedExecutor
 
 CASE = "block_ptr.p0"  # a case of the suite: bisect plans it as a capture would
@@ -28,22 +36,33 @@ def test_ranges():
             parse_range(bad)
 
 
+class Index(PackageIndex):
+    """A package index that answers from lists: pip's wheels for the target Python, and every
+    release (or the error of an index that cannot be reached)."""
+
+    def __init__(self, wheels, python, everything):
+        self._wheels, self._python, self._everything = wheels, python, everything
+
+    def wheels(self, python):
+        return list(self._wheels), self._python
+
+    def releases(self):
+        if isinstance(self._everything, Exception):
+            raise self._everything
+        return list(self._everything)
+
+
 def test_releases_in_range_and_those_without_a_wheel_are_named():
-    r = list_releases("3.0.0", "3.9.0", "python", pip_versions=lambda py: ([v for v in INDEX if v != "3.9.0"], "3.10.4"),
-                      all_versions=lambda url: INDEX + ["4.0.0rc1"])
+    r = list_releases("3.0.0", "3.9.0", "python", Index([v for v in INDEX if v != "3.9.0"], "3.10.4",
+                                                        INDEX + ["4.0.0rc1"]))
     assert r.usable[0] == "3.0.0" and r.usable[-1] == "3.8.0" and len(r.usable) == 12
     assert r.skipped == ("3.9.0",) and r.python == "3.10.4" and r.note is None
     with pytest.raises(UsageError, match="no Triton release from 3.0.1 to 3.0.9"):
-        list_releases("3.0.1", "3.0.9", "python", pip_versions=lambda py: (INDEX, "3.11"),
-                      all_versions=lambda url: INDEX)
+        list_releases("3.0.1", "3.0.9", "python", Index(INDEX, "3.11", INDEX))
     with pytest.raises(UsageError, match=r"3\.9\.0 have no wheel for Python 3\.10"):
-        list_releases("3.9.0", "3.9.9", "python", pip_versions=lambda py: (INDEX[1:], "3.10"),
-                      all_versions=lambda url: INDEX)
+        list_releases("3.9.0", "3.9.9", "python", Index(INDEX[1:], "3.10", INDEX))
 
-    def offline(url):
-        raise OSError("network unreachable")
-
-    r = list_releases("3.0.0", "3.9.0", "python", pip_versions=lambda py: (INDEX, "3.11"), all_versions=offline)
+    r = list_releases("3.0.0", "3.9.0", "python", Index(INDEX, "3.11", OSError("network unreachable")))
     assert len(r.usable) == 13 and r.skipped == () and "network unreachable" in r.note
 
 
