@@ -30,7 +30,7 @@ from reprokit.compare.sources import open_verified
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import BundleOptions
+from reprokit.options import BundleOptions, RunOptions
 from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
 from reprokit.trace.plan import SUITE as TRACE_SUITE
 
@@ -92,8 +92,8 @@ def run(args) -> int:
     out = BundleOptions.from_host(args.host, args.out, share=args.share)
     with StackBars([s.name for s in chosen], off=args.json) as bars, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=chosen) as executor:
-        result = replay(bundle, stacks, executor, gpu, out, workers=args.workers, cases=args.cases, listener=bars,
-                        timing_options=topts)
+        result = replay(bundle, stacks, executor, RunOptions(gpu, workers=args.workers, only=args.cases), out,
+                        listener=bars, timing_options=topts)
     grid, code = result.grid, result.exit_code_for(args.strict)
     for o in result.outcomes:
         if o.harness_errors:

@@ -22,7 +22,7 @@ from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.compare.timing import DEFAULT, TimingOptions
 from reprokit.config import GpuProfile, Stack, stack_fields
 from reprokit.errors import BundleUnusable, ExecutorError, HarnessError, UsageError
-from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, RunOptions
+from reprokit.options import SILENT, BundleOptions, Listener, RunOptions
 from reprokit.run.stacks import run_stacks
 
 
@@ -133,13 +133,14 @@ def write_tensors(bundle, plan: dict, dest: Path) -> bool:
     return bool(names)
 
 
-def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: BundleOptions, *,
-           workers: int = 1, cases: str | None = None, listener: Listener = SILENT,
-           timing_options: TimingOptions = DEFAULT) -> Replay:
+def replay(bundle, stacks: list[Stack] | None, executor, options: RunOptions, out: BundleOptions, *,
+           listener: Listener = SILENT, timing_options: TimingOptions = DEFAULT) -> Replay:
     """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
     `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
-    sha256 as parent, and compare."""
-    plan = select_cases(bundle.plan, cases)
+    sha256 as parent, and compare. `options`: the GPU, workers and case globs (only) of the
+    replay; the plan and kernels are the bundle's."""
+    gpu = options.gpu
+    plan = select_cases(bundle.plan, options.only)
     own = stacks is None
     stacks = [bundle_stack(bundle.manifest)] if own else stacks
     with locks.scratch(executor.host.tmp, "replay") as tmp:
@@ -150,8 +151,8 @@ def replay(bundle, stacks: list[Stack] | None, executor, gpu: GpuOptions, out: B
         # compile-only there is nothing to launch, so they stay out of the new bundles.
         tensors = Path(tmp) / "tensors"
         kept = gpu.on_gpu and write_tensors(bundle, plan, tensors)
-        options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels,
-                             tensors=tensors if kept else None)
+        options = replace(options, plan={**plan, "mode": gpu.mode}, kernels=kernels,
+                          tensors=tensors if kept else None)
         outcomes = run_stacks(stacks, executor, options, replace(out, parent=bundle.sha256), listener)
     columns = [_recorded(bundle, {c["id"] for c in plan["cases"]})]
     for o in outcomes:
