@@ -31,8 +31,7 @@ from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions, RunOptions
-from reprokit.run.replay import bundle_profile, bundle_stack, replay, select_cases
-from reprokit.trace.plan import SUITE as TRACE_SUITE
+from reprokit.run.replay import replay, request
 
 
 def add_parser(sub) -> None:
@@ -64,36 +63,25 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def replay_mode(plan: dict) -> str:
-    """The mode a replay asks for: a compile-only bundle replays compile-only, anything else
-    "auto" (launched on a GPU host). A trace's plan is compile-only, since its capture only
-    compiles, but its cases are launches the program made: on a GPU a replay launches them."""
-    return "compile-only" if plan.get("mode") == "compile-only" and plan.get("suite") != TRACE_SUITE else "auto"
-
-
 def run(args) -> int:
     if args.executor == "local" and args.stacks is not None:
         raise UsageError("--executor local replays on this interpreter's own Triton; --stacks needs venv or docker")
     topts = timing_options(args)
     bundle = open_verified(args.bundle)   # verified before any stack is built
-    # What the bundle says, asked first: its profile, the cases chosen (refused before anything
-    # starts, in one line), and the stack it recorded unless --stacks names others.
-    profile = bundle_profile(bundle.plan)
-    select_cases(bundle.plan, args.cases)
-    mode = replay_mode(bundle.plan)
     if args.stacks is not None:
         stacks = load_config().select_stacks(args.stacks)
     elif args.executor == "local":
         stacks = [local_stack()]
     else:
         stacks = None
-    chosen = stacks or [bundle_stack(bundle.manifest)]
-    gpu = gpu_from_args(args, profile, mode)
+    req = request(bundle, stacks, args.cases)  # what it runs, said (or refused) before anything starts
+    gpu = gpu_from_args(args, req.profile, req.mode)
     out = BundleOptions.from_host(args.host, args.out, share=args.share)
-    with StackBars([s.name for s in chosen], off=args.json) as bars, \
-            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=chosen) as executor:
-        result = replay(bundle, stacks, executor, RunOptions(gpu, workers=args.workers, only=args.cases), out,
-                        listener=bars, timing_options=topts)
+    with StackBars([s.name for s in req.stacks], off=args.json) as bars, \
+            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note,
+                          stacks=list(req.stacks)) as executor:
+        result = replay(req, executor, RunOptions(gpu, workers=args.workers), out, listener=bars,
+                        timing_options=topts)
     grid, code = result.grid, result.exit_code_for(args.strict)
     for o in result.outcomes:
         if o.harness_errors:
@@ -106,7 +94,7 @@ def run(args) -> int:
                                      for o in result.outcomes],
                           "grid": grid.to_dict()}, indent=1))
         return code
-    title = f"replay of {result.bundle} on {profile.key}, {gpu.mode}, executor {executor.name}"
+    title = f"replay of {result.bundle} on {req.profile.key}, {gpu.mode}, executor {executor.name}"
     console().print(grid_table(grid, title, only_moved=not args.all and grid.moved))
     say_outcomes(result.outcomes)
     for line in change_lines(grid):

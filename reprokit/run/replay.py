@@ -2,9 +2,11 @@
 bundle whose parent is the original's sha256, then judged in one grid against what the bundle
 recorded (column 0).
 
-`replay()` returns a Replay: the grid, the new bundles, and which stacks could not run. The
-verb turns it into an exit code: 0 nothing moved (on its own stack: it *reproduces*), 1 a cell
-moved, 3 a stack could not run.
+`request()` says, before anything runs, what a replay of a bundle would run: the cases chosen,
+the bundle's GPU profile, the mode it asks for, and the stacks (its own unless others are
+chosen). `replay()` runs that Request and returns a Replay: the grid, the new bundles, and which
+stacks could not run. The verb turns it into an exit code: 0 nothing moved (on its own stack: it
+*reproduces*), 1 a cell moved, 3 a stack could not run.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from reprokit import locks
 from reprokit.compare.grid import Column, Grid, compare
@@ -24,6 +27,7 @@ from reprokit.config import GpuProfile, Stack, stack_fields
 from reprokit.errors import BundleUnusable, ExecutorError, HarnessError, UsageError
 from reprokit.options import SILENT, BundleOptions, Listener, RunOptions
 from reprokit.run.stacks import run_stacks
+from reprokit.trace.plan import SUITE as TRACE_SUITE
 
 
 @dataclass(frozen=True)
@@ -133,16 +137,40 @@ def write_tensors(bundle, plan: dict, dest: Path) -> bool:
     return bool(names)
 
 
-def replay(bundle, stacks: list[Stack] | None, executor, options: RunOptions, out: BundleOptions, *,
-           listener: Listener = SILENT, timing_options: TimingOptions = DEFAULT) -> Replay:
-    """Run `bundle`'s (a reprokit.bundle.Bundle read with every member) own plan and kernels on
-    `stacks` (default: the stack it recorded), pack each run under out.out_dir with the bundle's
-    sha256 as parent, and compare. `options`: the GPU, workers and case globs (only) of the
-    replay; the plan and kernels are the bundle's."""
-    gpu = options.gpu
-    plan = select_cases(bundle.plan, options.only)
+def replay_mode(plan: dict) -> str:
+    """The mode a replay asks for: a compile-only bundle replays compile-only, anything else
+    "auto" (launched on a GPU host). A trace's plan is compile-only, since its capture only
+    compiles, but its cases are launches the program made: on a GPU a replay launches them."""
+    return "compile-only" if plan.get("mode") == "compile-only" and plan.get("suite") != TRACE_SUITE else "auto"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a replay of `bundle` (a reprokit.bundle.Bundle read with every member) runs."""
+
+    bundle: Any
+    plan: dict                 # the bundle's own plan, with only the cases chosen
+    profile: GpuProfile        # the GPU profile it recorded
+    mode: str                  # the mode it asks for (replay_mode)
+    stacks: tuple[Stack, ...]  # where it runs: the stacks chosen, else the one it recorded
+    own: bool                  # on the stack it recorded
+
+
+def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = None) -> Request:
+    """The Request for replaying `bundle` on `stacks` (None: its own), only the `cases` globs;
+    UsageError, before anything runs, for globs that match nothing or a bundle that names no stack."""
+    plan = select_cases(bundle.plan, cases)
     own = stacks is None
-    stacks = [bundle_stack(bundle.manifest)] if own else stacks
+    chosen = (bundle_stack(bundle.manifest),) if stacks is None else tuple(stacks)
+    return Request(bundle, plan, bundle_profile(bundle.plan), replay_mode(bundle.plan), chosen, own)
+
+
+def replay(req: Request, executor, options: RunOptions, out: BundleOptions, *,
+           listener: Listener = SILENT, timing_options: TimingOptions = DEFAULT) -> Replay:
+    """Run the request's plan, with the bundle's own kernels, on its stacks; pack each run under
+    out.out_dir with the bundle's sha256 as parent, and compare. `options`: the GPU and workers
+    of the replay (the plan and kernels are the bundle's)."""
+    bundle, plan, own, stacks, gpu = req.bundle, req.plan, req.own, list(req.stacks), options.gpu
     with locks.scratch(executor.host.tmp, "replay") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.bundle.reader import open_bundle, verify
-from reprokit.commands.replay import replay_mode
+from reprokit.run.replay import replay_mode
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "bundles" / "examples"
 NAMES = {"trace": "h100-trace-triton-3.6.0.tgz", "replay": "h100-trace-triton-3.6.0-replay.tgz",
