@@ -98,7 +98,7 @@ def traced(tmp_path_factory, interp_python):  # noqa: F811
             "ra": _replay(interp_python, a, tolerances=True), "rb": _replay(interp_python, b)}
 
 
-IDS = ["axpy.1", "axpy.2", "axpy_planted.1", "count_up.1"]
+IDS = ["axpy.1", "axpy.2", "axpy_planted.1", "count_up.1", "count_up.2"]
 
 
 def test_replay_launches_from_the_recorded_inputs_and_matches_the_recorded_outputs(traced):
@@ -110,7 +110,7 @@ def test_replay_launches_from_the_recorded_inputs_and_matches_the_recorded_outpu
     for cid, rec in got.items():
         assert rec["status"] == "ok", (cid, rec)
         assert rec["inputs"]["source"] == "recorded" and rec["inputs"]["file"].endswith(".inputs.pt")
-        assert set(rec["inputs"]["tensors"]) == {"x_ptr", "y_ptr", "out_ptr"} - ({"y_ptr"} if cid == "count_up.1" else set())
+        assert set(rec["inputs"]["tensors"]) == {"x_ptr", "y_ptr", "out_ptr"} - ({"y_ptr"} if "count" in cid else set())
         assert list(rec["outputs"]) == ["out_ptr"]
         ref = rec["outputs"]["out_ptr"]["reference"]
         # the interpreter's own outputs in the traced program, to the bit
@@ -120,6 +120,8 @@ def test_replay_launches_from_the_recorded_inputs_and_matches_the_recorded_outpu
     assert got["axpy.1"]["outputs"]["out_ptr"]["dtype"] == "float16"
     assert got["axpy.2"]["outputs"]["out_ptr"]["dtype"] == "bfloat16"
     assert len(got["axpy.1"]["outputs"]["out_ptr"]["probe"]) == 64
+    # count_up.2's recorded input already held its output: found from seeded values instead
+    assert got["count_up.2"]["outputs"]["out_ptr"]["sha256"] == got["count_up.1"]["outputs"]["out_ptr"]["sha256"]
 
 
 def test_without_the_tensors_inputs_come_from_the_seed(traced):
@@ -148,8 +150,9 @@ def test_a_planted_mismatch_is_a_verdict_against_the_recording_and_across_bundle
     ref = f32["outputs"]["out_ptr"]["reference"]
     assert ref["match"] == "differs" and ref["tolerance"] == {"rtol": 1e-4, "atol": 1e-5}
     assert 5e-4 < ref["max_rel"] < 2e-3 and ref["max_abs"] > 0
-    assert got["count_up.1"]["status"] == "wrong"  # integers: bit-exact or not at all
-    assert got["count_up.1"]["outputs"]["out_ptr"]["reference"]["max_abs"] == 1.0
+    for cid in ("count_up.1", "count_up.2"):  # integers: bit-exact or not at all
+        assert got[cid]["status"] == "wrong"
+        assert got[cid]["outputs"]["out_ptr"]["reference"]["max_abs"] == 1.0
 
     # Across the two traces, each replayed from its own tensors: `reprokit diff` of the two
     # capture folders with those GPU records says which outputs moved, and exits 1.
@@ -167,7 +170,7 @@ def test_a_planted_mismatch_is_a_verdict_against_the_recording_and_across_bundle
                        capture_output=True, text=True, check=False, timeout=300)
     assert p.returncode == 1, p.stderr
     rows = {r["id"]: r["cells"][1] for r in json.loads(p.stdout)["cases"]}
-    for cid in ("axpy_planted.1", "count_up.1"):  # their IR moved too: the planted code
+    for cid in ("axpy_planted.1", "count_up.1", "count_up.2"):  # their IR moved too: the planted code
         assert "outputs" in rows[cid]["moved"] and rows[cid]["change"] == "verdict", rows[cid]
     assert rows["axpy.1"]["moved"] == [] and rows["axpy.2"]["moved"] == []
 
@@ -235,4 +238,4 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
     bundle = open_bundle(traced["a_tgz"])
     assert write_tensors(bundle, bundle.plan, tmp_path / "staged")
     assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == [
-        f"{n:04d}.{w}.pt" for n in range(1, 5) for w in ("inputs", "outputs")]
+        f"{n:04d}.{w}.pt" for n in range(1, 6) for w in ("inputs", "outputs")]

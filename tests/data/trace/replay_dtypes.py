@@ -1,6 +1,6 @@
 """Kernels whose outputs are fp32, fp16, bf16 and int32, each launched once on random inputs into
 an output that torch.empty left unset, so only the recorded tensors reproduce the recorded
-outputs. With REPLAY_PLANT=1 the fp32 and int32 kernels are off by a little (a planted
+outputs; the int32 kernel then again at another block size into the same output. With REPLAY_PLANT=1 the fp32 and int32 kernels are off by a little (a planted
 mismatch between two traces of this program); the others are unchanged. It picks its device
 from torch."""
 
@@ -57,4 +57,7 @@ if __name__ == "__main__":
     xi = torch.randint(0, 100, (n,), device=DEVICE, dtype=torch.int32)
     oi = torch.empty(n, device=DEVICE, dtype=torch.int32)
     count_up[(triton.cdiv(n, 256),)](xi, oi, n, BLOCK=256)
+    # a second specialisation into the same output: its recorded input already holds what it
+    # writes (as an autotuner's second config finds the first one's output)
+    count_up[(triton.cdiv(n, 128),)](xi, oi, n, BLOCK=128)
     print("replay_dtypes: done")
