@@ -5,6 +5,9 @@ plan.json and results.json must name the same cases (each once, with the same fa
 and expectation), and every recorded TMA count, op count, verdict and `met` must be what the
 oracle (reprokit.harness.oracle, the very code the harness ran) gives again on the bundle's
 own IR. A results.json edited after the run, with its manifest and sums recomputed, fails here.
+
+The harness's oracle gives each verdict once, where the case ran; this is the one check of it,
+made on every read of a bundle (reprokit.bundle.reader). The writer packs the verdict as recorded.
 """
 
 from __future__ import annotations
