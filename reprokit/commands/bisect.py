@@ -108,7 +108,7 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, options) -> 
                     bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): {seen}{rel}")
 
         result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
-                        listener=Steps(), tmp_root=args.host.tmp, metric=metric, options=options)
+                        listener=Steps(), metric=metric, options=options)
         bar.update(task, total=len(result.steps), completed=len(result.steps))
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))

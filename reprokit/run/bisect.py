@@ -29,7 +29,7 @@ from reprokit.compare.sources import ResultSet
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.executors import Executor
-from reprokit.options import SILENT, BundleOptions, GpuOptions, HostEnv, Listener, RunOptions
+from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, RunOptions
 from reprokit.run.stacks import run_stacks
 
 PYPI_JSON = "https://pypi.org/pypi/triton/json"
@@ -170,19 +170,19 @@ def max_captures(n: int) -> int:
 
 
 def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor: Executor,
-           bundle: BundleOptions, *, listener: Listener = SILENT, tmp_root: Path | None = None,
-           metric: Metric | None = None, options: RunOptions | None = None) -> Bisection:
+           bundle: BundleOptions, *, listener: Listener = SILENT, metric: Metric | None = None,
+           options: RunOptions | None = None) -> Bisection:
     """Find the first release in `releases.usable` whose `metric` for `case` (default: its status
     and verdict) differs from the first release's, beyond the metric's threshold; `listener.step`
     hears each capture. Writes the two boundary bundles under bundle.out_dir (one when nothing
-    changed); the other captures are packed in a scratch folder under tmp_root (default: the
-    system temp folder) and dropped."""
+    changed); the other captures are packed in a scratch folder under the host's temp folder
+    (executor.host.tmp, as a replay's) and dropped."""
     metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
     options = options or RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
     versions = list(releases.usable)
     # A folder sweep() knows: a bisect killed outright leaves nothing that the next run keeps.
-    scratch_temp = locks.make_temp(tmp_root or HostEnv().tmp, "reprokit-bisect", "tmp", is_dir=True)
+    scratch_temp = locks.make_temp(executor.host.tmp, "reprokit-bisect", "tmp", is_dir=True)
     scratch = scratch_temp.path
     seen: dict = {}
     steps: list = []

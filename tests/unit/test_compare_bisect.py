@@ -79,7 +79,7 @@ def _bisect(tmp_path, versions, script, **kw):
     host = HostEnv(tmp=tmp_path)
     executor = ScriptedExecutor(script, host)
     r = bisect(CASE, load_config().gpu("h100"), Releases(tuple(versions), (), "3.11"), load_config(), executor,
-               BundleOptions(out_dir=tmp_path / "out", environ={}), tmp_root=tmp_path, **kw)
+               BundleOptions(out_dir=tmp_path / "out", environ={}), **kw)
     return r, executor.ran
 
 
