@@ -170,23 +170,24 @@ def replay(req: Request, executor, options: RunOptions, out: BundleOptions, *,
     """Run the request's plan, with the bundle's own kernels, on its stacks; pack each run under
     out.out_dir with the bundle's sha256 as parent, and compare. `options`: the GPU and workers
     of the replay (the plan and kernels are the bundle's)."""
-    bundle, plan, own, stacks, gpu = req.bundle, req.plan, req.own, list(req.stacks), options.gpu
+    gpu = options.gpu
     with locks.scratch(executor.host.tmp, "replay") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
-        write_kernels(bundle, kernels)
+        write_kernels(req.bundle, kernels)
         # On a GPU a traced call launches from the tensors the trace kept (harness.callgpu);
         # compile-only there is nothing to launch, so they stay out of the new bundles.
         tensors = Path(tmp) / "tensors"
-        kept = gpu.on_gpu and write_tensors(bundle, plan, tensors)
-        options = replace(options, plan={**plan, "mode": gpu.mode}, kernels=kernels,
+        kept = gpu.on_gpu and write_tensors(req.bundle, req.plan, tensors)
+        options = replace(options, plan={**req.plan, "mode": gpu.mode}, kernels=kernels,
                           tensors=tensors if kept else None)
-        outcomes = run_stacks(stacks, executor, options, replace(out, parent=bundle.sha256), listener)
-    columns = [_recorded(bundle, {c["id"] for c in plan["cases"]})]
+        outcomes = run_stacks(list(req.stacks), executor, options, replace(out, parent=req.bundle.sha256), listener)
+    columns = [_recorded(req.bundle, {c["id"] for c in req.plan["cases"]})]
     for o in outcomes:
         columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack)) if o.ok
                        else Column.failed(o.stack, _label(o.stack), o.error))
-    return Replay(bundle.sha256, bundle.root, compare(columns, timing_options=timing_options), tuple(outcomes), own)
+    return Replay(req.bundle.sha256, req.bundle.root, compare(columns, timing_options=timing_options),
+                  tuple(outcomes), req.own)
 
 
 def _label(stack: str) -> str:
