@@ -182,10 +182,10 @@ def replay(req: Request, executor, options: RunOptions, out: BundleOptions, *,
         options = replace(options, plan={**req.plan, "mode": gpu.mode}, kernels=kernels,
                           tensors=tensors if kept else None)
         outcomes = run_stacks(list(req.stacks), executor, options, replace(out, parent=req.bundle.sha256), listener)
-    columns = [_recorded(req.bundle, {c["id"] for c in req.plan["cases"]})]
+    columns: list[ResultSet | Column] = [_recorded(req.bundle, {c["id"] for c in req.plan["cases"]})]
     for o in outcomes:
-        columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack)) if o.ok
-                       else Column.failed(o.stack, _label(o.stack), o.error))
+        columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack))
+                       if o.bundle is not None else Column.failed(o.stack, _label(o.stack), o.error or "no bundle"))
     return Replay(req.bundle.sha256, req.bundle.root, compare(columns, timing_options=timing_options),
                   tuple(outcomes), req.own)
 
