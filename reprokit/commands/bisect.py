@@ -27,7 +27,7 @@ from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import make_executor
-from reprokit.options import BundleOptions, GpuOptions, Listener, RunOptions
+from reprokit.options import BundleOptions, GpuOptions, Listener, RunOptions, quiet
 from reprokit.run.bisect import PackageIndex, bisect, list_releases, max_captures, parse_range
 from reprokit.suite import expand_cases, load_suite
 from reprokit.userspec.plan import checked, project_run
@@ -75,7 +75,7 @@ def run(args) -> int:
         raise UsageError(f"no case {args.case!r} in {where}; e.g. {', '.join(known[:4])}")
     options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=args.case)
     with project_run(project, options, args.host.tmp) as options, \
-            make_executor(args.executor, args.host, report=(lambda msg: None) if args.json else say) as executor:
+            make_executor(args.executor, args.host, report=quiet if args.json else say) as executor:
         return _bisect(args, cfg, profile, lo, hi, executor, metric, options)
 
 
