@@ -65,10 +65,6 @@ def bundle_stack(manifest: dict) -> Stack:
     return Stack.from_pins({k: v for k, v in pins.items() if k in stack_fields() | {"name"}})
 
 
-def bundle_profile(plan: dict) -> GpuProfile:
-    return GpuProfile.from_dict(plan["profile"], where="the bundle's plan: GPU profile")
-
-
 def select_cases(plan: dict, globs: str | None) -> dict:
     """The plan with only the cases matching comma-separated globs (all when None)."""
     if not globs:
@@ -159,10 +155,10 @@ class Request:
 def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = None) -> Request:
     """The Request for replaying `bundle` on `stacks` (None: its own), only the `cases` globs;
     UsageError, before anything runs, for globs that match nothing or a bundle that names no stack."""
-    plan = select_cases(bundle.plan, cases)
-    own = stacks is None
+    plan, mode = select_cases(bundle.plan, cases), replay_mode(bundle.plan)
     chosen = (bundle_stack(bundle.manifest),) if stacks is None else tuple(stacks)
-    return Request(bundle, plan, bundle_profile(bundle.plan), replay_mode(bundle.plan), chosen, own)
+    profile = GpuProfile.from_dict(bundle.plan["profile"], where="the bundle's plan: GPU profile")
+    return Request(bundle, plan, profile, mode, chosen, stacks is None)
 
 
 def replay(req: Request, executor, options: RunOptions, out: BundleOptions, *,
