@@ -97,3 +97,48 @@ def test_h100_gemm_configs_fail_in_ptxas_exactly_at_256x256_with_16_warps(releas
     assert named["aggressive-128x128x128"]["shared_bytes"] == 262176 and not named["aggressive-128x128x128"]["fits"]
     assert named["aggressive-256x128x128"]["shared_bytes"] == 393248 and not named["aggressive-256x128x128"]["fits"]
     assert named["conservative"]["fits"] and named["hopper-128x256"]["fits"]
+
+
+GPU_SWEEP = "gemm-configs-gpu-triton-3.6.0-h100.tgz"
+
+
+def test_h100_gpu_sweep_launched_every_config_that_fits_and_the_others_kept_their_launch_error():
+    """The GPU sweep on the lab H100 (docs/performance.md): every compiled config went to the
+    GPU; exactly those over the 232448-byte block limit failed there, with Triton's own error."""
+    a = answers(GPU_SWEEP)
+    td = next(g for g in a["groups"] if g["group"] == "gemm_tensor_descriptor")
+    m, fr = td["gpu"], td["frontier"]
+    assert m["launched"] == fr["compiled"] == 390
+    assert m["statuses"] == {"ok": fr["fits"], "out_of_resources": fr["too_big"]}
+    (oor,) = m["failures"]
+    assert sorted(oor["ids"]) == sorted(fr["too_big_ids"]) and oor["resource"] == "shared memory"
+    assert "OutOfResources: out of resource: shared memory" in oor["error"]
+    named = {n["name"]: n for n in m["named"]}
+    for name, need in (("aggressive-128x128x128", 262176), ("aggressive-256x128x128", 393248)):
+        assert (named[name]["status"], named[name]["required"], named[name]["limit"]) == ("out_of_resources", need, 232448)
+    assert "no aggressive config launches" in m["proposal"]["answer"]
+
+
+def test_h100_gpu_sweep_numbers_are_the_medians_of_its_own_raw_samples():
+    """The answers' best config per size is the highest fraction of cuBLAS among the records, and
+    each of those figures is the median the bundle's raw samples (bench.json) give again."""
+    from reprokit.harness import bench
+
+    b = open_bundle(EXAMPLES / GPU_SWEEP)
+    a = json.loads(b.read("sweep.json"))
+    m = next(g for g in a["groups"] if g["group"] == "gemm_tensor_descriptor")["gpu"]
+    rec = {c["id"]: c for c in b.results["cases"]}
+    for best in m["best"]:
+        n = int(best["size"].split("x")[0])
+        fracs = {i: row["ratio_to_baseline"] for i, c in rec.items() for row in (c.get("gpu") or {}).get("bench", [])
+                 if row["size"]["M"] == n and "kernel" in row}
+        assert best["timed"] == len(fracs) == 324
+        assert best["best"]["id"] == max(fracs, key=lambda i: (fracs[i], i))
+        named = [x["id"] for x in m["named"] if x["status"] == "ok"]
+        for cid in {best["best"]["id"], *named}:
+            row = next(r for r in rec[cid]["gpu"]["bench"] if r["size"]["M"] == n)
+            raw = next(r["raw"] for r in json.loads(b.read(rec[cid]["artifacts"]["bench"]))["runs"] if r["size"]["M"] == n)
+            for who in ("kernel", "baseline"):
+                again = bench.summarize_contender(raw[who], row[who]["profiler_error"], row["method"])
+                assert again["median_ms"] == row[who]["median_ms"] and again["spread"] == row[who]["spread"]
+                assert row["method"]["rounds"] == 2 and row["method"]["profiler"] is False
