@@ -75,7 +75,8 @@ GOLDEN = sorted((ROOT / "bundles" / "golden").glob("*/*.tgz"))[0]
     (["capture", "--gpu", "h100", "--executor", "local", "--stack", "triton-3.6-cu130", "--out", "{tmp}/c"],
      "--stack triton-3.6-cu130 needs venv or docker"),
     (["replay", str(GOLDEN), "--executor", "local", "--stacks", "triton-3.6-cu130"], "--stacks needs venv or docker"),
-    (["sweep", "tma-invariants", "--executor", "local"], "invalid choice: 'local'"),
+    (["sweep", "tma-invariants", "--executor", "local"], "which only --mode gpu does; compile-only sweeps run on "
+                                                         "the spec's pinned stacks"),
     (["sweep", "tma-invariants", "--merge", str(GOLDEN)], "a SPEC would be ignored"),
     (["sweep", "--merge", str(GOLDEN), "--stacks", "triton-3.6-cu130", "--reduced"],
      "--stacks, --reduced would be ignored"),
@@ -204,3 +205,18 @@ def test_a_folder_where_a_file_belongs_is_bad_input(tmp_path, capsys):
         assert main(args) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.parametrize("args,message", [
+    # Compile-only sweeps keep their pinned stacks: the host's own Triton only where it runs on the GPU.
+    (["sweep", "gemm-configs", "--mode", "gpu", "--executor", "local", "--stacks", "triton-3.5-cu130"],
+     "--executor local runs this interpreter's own Triton; --stacks needs venv or docker"),
+    (["sweep", "--merge", "x.tgz", "--executor", "local"], "--executor would be ignored"),
+])
+def test_sweep_refuses_the_local_executor_where_it_would_not_run_the_gpu(args, message, tmp_path):
+    if "--merge" in args:
+        (tmp_path / "x.tgz").write_bytes(b"")
+        args = [str(tmp_path / a) if a == "x.tgz" else a for a in args]
+    p = _cli(*args, "--work", tmp_path / "work", "--out", tmp_path / "out")
+    assert p.returncode == 2 and message in _one_line(p), p.stderr
+    assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()

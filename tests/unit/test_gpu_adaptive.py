@@ -63,6 +63,23 @@ def test_a_quiet_kernel_stops_at_its_noise_target():
     assert res["elapsed_s"] < 0.3
 
 
+def test_the_sweeps_budget_stops_a_round_sooner_on_its_own_looser_target():
+    """A GPU sweep's point (bench.SWEEP: +-1% after 5 samples) stops a round well before the
+    suite's (+-0.5% after 10) on the same kernel, and each says it reached its own target."""
+    def run(budget):
+        r = random.Random(11)
+        gpu = _GPU(lambda: 0.100 * (1 + r.gauss(0, 0.01)), lambda: 1980.0)
+        return bench.measure_round(_Torch(gpu), gpu.launch, lambda: None, gpu.spin, 40_000, 1485.0,
+                                   budget.min_time_s / budget.rounds, 5.0, 0.0, budget.noise_target,
+                                   budget.min_samples)
+
+    sweep, suite = run(bench.SWEEP), run(bench.SUITE)
+    assert sweep["reached"] and suite["reached"]
+    assert sweep["noise"] <= bench.SWEEP.noise_target and suite["noise"] <= bench.SUITE.noise_target
+    assert bench.SWEEP.min_samples <= len(sweep["events"]) < len(suite["events"]) / 2
+    assert not bench.SWEEP.profiler and not bench.SWEEP.graphs and bench.SWEEP.rounds >= 2
+
+
 def test_a_noisy_kernel_gives_up_at_the_limit_and_says_so():
     r = random.Random(7)
     res = _round(lambda: 0.100 * (1 + abs(r.gauss(0, 0.5))), limit_s=0.05)
