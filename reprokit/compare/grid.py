@@ -49,7 +49,7 @@ FORMAT = 1
 RAW = "raw:"   # an IR level kept only as the sha256 of its raw text (condensed sweep points)
 RESOURCES = ("shared_bytes", "registers", "spill_stores", "spill_loads")
 # What moved, by class, most telling first (cell.change).
-VERDICT_FIELDS = ("present", "status", "verdict", "gpu_status", "correct", "outputs")
+VERDICT_FIELDS = ("present", "status", "verdict", "gpu_status", "correct", "inputs", "outputs")
 CHANGES = ("verdict", "metric", "ir")
 
 
@@ -130,6 +130,7 @@ class Cell:
     times: tuple = ()                # ((method, seconds), ...): every method the record has, headline first
     outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.callgpu)
     deterministic: bool | None = None  # a declared call on a GPU: its relaunches gave the same bytes
+    inputs: tuple = ()               # a declared call on a GPU: ((tensor, sha256 before the launch), ...)
     time_ratio: float | None = None  # against the first column, by a method both records have
     # Against the first column, per benchmarked size, the kernel's time judged from both sides'
     # raw samples (reprokit.compare.timing): ((size, Judgement), ...); `time_label` is the one
@@ -159,6 +160,7 @@ class Cell:
         d["ops"] = [asdict(o) for o in self.ops]
         d["times"] = dict(self.times)
         d["outputs"] = dict(self.outputs)
+        d["inputs"] = dict(self.inputs)
         d["metrics"] = [asdict(m) for m in self.metrics]
         d["change"] = self.change
         d["time_labels"] = [{"size": size, **j.to_dict()} for size, j in self.time_labels]
@@ -341,7 +343,8 @@ def _cell(rs: ResultSet, case: CaseRecord | None) -> Cell:
                 gpu_status=case.gpu_status, correct=_correct(case),
                 time_s=times[0][1] if times else None, times=times,
                 outputs=tuple(sorted((case.gpu.get("outputs") or {}).items())),
-                deterministic=(case.gpu.get("determinism") or {}).get("deterministic"))
+                deterministic=(case.gpu.get("determinism") or {}).get("deterministic"),
+                inputs=tuple(sorted(((case.gpu.get("inputs") or {}).get("sha256") or {}).items())))
 
 
 def _digest(text: str) -> str:
@@ -375,9 +378,22 @@ def _moved(base: Cell, cell: Cell) -> tuple:
         a, b = getattr(base, f), getattr(cell, f)
         if a is not None and b is not None and a != b:
             out.append(f)
-    if _outputs_moved(base, cell):
+    if _inputs_differ(base, cell):
+        out.append("inputs")  # launched from other inputs: their outputs say nothing of the kernel
+    elif _outputs_moved(base, cell):
         out.append("outputs")
     return tuple(out)
+
+
+def _inputs_differ(base: Cell, cell: Cell) -> bool:
+    """Both calls launched, from other values of a tensor that neither wrote (an output's
+    contents before the launch, often torch.empty's, are left out: a kernel that reads them
+    shows it in its outputs)."""
+    if not (base.inputs and cell.inputs):
+        return False
+    written = {n for n, _ in base.outputs} | {n for n, _ in cell.outputs}
+    a, b = dict(base.inputs), dict(cell.inputs)
+    return any(a.get(n) != b.get(n) for n in sorted(set(a) | set(b)) if n not in written)
 
 
 def _outputs_moved(base: Cell, cell: Cell) -> bool:
@@ -405,8 +421,8 @@ def moved_summary(cell: Cell, max_ops: int = 3) -> str:
         return ""
     parts = [m.text() for m in cell.metrics]
     for f in cell.moved:
-        if f in ("gpu_status", "correct"):
-            parts.append({"gpu_status": "gpu", "correct": "correct"}[f])
+        if f in ("gpu_status", "correct", "inputs"):
+            parts.append({"gpu_status": "gpu", "correct": "correct", "inputs": "launched from other inputs"}[f])
         elif f == "outputs":
             off = [f"{name} max abs {ref.get('max_abs', '?'):.3g}" if isinstance(ref.get("max_abs"), float)
                    else name for name, o in cell.outputs

@@ -238,7 +238,8 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
                                        **against(torch, tensors[n], rout[n], outputs[n]["dtype"])}
     rec = {"seed": seed,
            "inputs": {"tensors": dict(sorted(used.items())), "file": recorded["files"].get("inputs"),
-                      "source": _source(used)},
+                      "source": _source(used),
+                      "sha256": {n: digest(torch, initial[n]) for n in sorted(initial)}},
            "outputs": outputs,
            "determinism": {"runs": runs, "distinct": len({tuple(sorted(d.items())) for d in digests}),
                            "deterministic": all(d == digests[0] for d in digests)}}

@@ -135,6 +135,24 @@ def test_without_the_tensors_inputs_come_from_the_seed(traced):
         assert "reference" not in got[cid]["outputs"]["out_ptr"]
         # other inputs, other outputs: the recorded run above did read the recorded tensors
         assert got[cid]["outputs"]["out_ptr"]["sha256"] != recorded[cid]["outputs"]["out_ptr"]["sha256"]
+        assert got[cid]["inputs"]["sha256"]["x_ptr"] != recorded[cid]["inputs"]["sha256"]["x_ptr"]
+        # across bundles, runs from other inputs are said to be so, not judged by their outputs
+        assert _moved(_cell(recorded[cid]), _cell(got[cid])) == ("inputs",)
+        assert _moved(_cell(recorded[cid]), _cell(recorded[cid])) == ()
+
+
+def _cell(rec: dict):
+    from reprokit.compare.grid import Cell
+
+    return Cell(present=True, outputs=tuple(sorted(rec["outputs"].items())),
+                deterministic=rec["determinism"]["deterministic"],
+                inputs=tuple(sorted(rec["inputs"]["sha256"].items())))
+
+
+def _moved(a, b) -> tuple:
+    from reprokit.compare.grid import _moved as moved
+
+    return moved(a, b)
 
 
 def test_a_planted_mismatch_is_a_verdict_against_the_recording_and_across_bundles(traced):
@@ -172,6 +190,8 @@ def test_a_planted_mismatch_is_a_verdict_against_the_recording_and_across_bundle
     rows = {r["id"]: r["cells"][1] for r in json.loads(p.stdout)["cases"]}
     for cid in ("axpy_planted.1", "count_up.1", "count_up.2"):  # their IR moved too: the planted code
         assert "outputs" in rows[cid]["moved"] and rows[cid]["change"] == "verdict", rows[cid]
+        # the same inputs (an output's contents before the launch, torch.empty's, do not count)
+        assert "inputs" not in rows[cid]["moved"]
     assert rows["axpy.1"]["moved"] == [] and rows["axpy.2"]["moved"] == []
 
 
