@@ -4,7 +4,8 @@ Per contender (a zero-argument callable that launches asynchronously), three ind
 contenders interleaved round by round. A round takes samples in batches until its noise target
 is met (at least MIN_SAMPLES kept samples and MIN_TIME_S / ROUNDS of wall time, then the median's
 95% interval no wider than +-NOISE_TARGET of it) or its share of TIME_LIMIT_S runs out, which is
-recorded (`reached: false`). CUDA events around each launch decide when to stop (they can be read
+recorded (`reached: false`). A round whose SM clock stands out from the others' is measured
+again (pick_retakes; the replaced round is kept). CUDA events around each launch decide when to stop (they can be read
 while the round runs); the profiler's kernel records (CUPTI through torch.profiler) time the same
 launches and give the headline. Every launch is followed by a GPU-side clock reading: a
 one-thread spin of a known number of SM cycles (torch.cuda._sleep), timed by the profiler (else
@@ -43,6 +44,14 @@ GRAPH_TARGET_MS = 10.0    # GPU time per replay of a graph
 # clocks swing between 1245 and 1545 MHz and round medians spread 3-7%; with 3x idle the SM clock
 # stayed at 1980 MHz (measured on the lab H100); 1x was not enough.
 IDLE_FACTOR = 3.0
+# The rounds are meant to differ only by noise. A round whose median SM clock (read from the
+# profiler's spin times) is more than CLOCK_MATCH away from the others' was taken at another clock
+# state: it is measured again, at most MAX_RETAKES times per contender, and the replaced round is
+# kept under `retaken`. Measured on the H100: boost moved the SM clock by 2-3% between rounds
+# (1897 against 1939-1951 MHz; a first round at 1770 MHz after a graph replay at the power cap,
+# against 1965-1979), a compute-bound GEMM's time with it, and 6-9 of 34 spreads were over 0.5%.
+CLOCK_MATCH = 0.005
+MAX_RETAKES = 3
 # Why Nsight Compute reads more than the headline, as each bundle records it (tests/gpu measure it).
 
 
@@ -61,11 +70,12 @@ class Budget:
     warmup_ms: float = WARMUP_MS
     profiler: bool = True
     graphs: bool = True
+    retakes: int = MAX_RETAKES    # rounds measured again per contender (needs the profiler's clocks)
 
     def to_dict(self) -> dict:
         return {"rounds": self.rounds, "noise_target": self.noise_target, "min_samples": self.min_samples,
                 "min_time_s": self.min_time_s, "time_limit_s": self.time_limit_s, "warmup_ms": self.warmup_ms,
-                "profiler": self.profiler, "graphs": self.graphs}
+                "profiler": self.profiler, "graphs": self.graphs, "retakes": self.retakes}
 
 
 SUITE = Budget()
@@ -75,7 +85,7 @@ SUITE = Budget()
 # 3x) stops after 15-22 samples; three rounds made a point hold the GPU 2 s, too long for the
 # 324 launchable configs of gemm-configs.
 SWEEP = Budget(rounds=2, noise_target=0.01, min_samples=5, min_time_s=0.02, time_limit_s=0.4, warmup_ms=5.0,
-               profiler=False, graphs=False)
+               profiler=False, graphs=False, retakes=0)
 
 VS_NCU = ("ncu's gpu__time_duration counts a fixed part of each launch that the profiler's kernel record "
           "leaves out: on the H100 an empty kernel reads 2.16 us under ncu and 0.90 us under the profiler "
@@ -206,6 +216,31 @@ def measure_round(torch, fn, flush, spin, spin_cycles: int, floor_mhz, min_s: fl
 
 def _below(cycles: int, spin_ms: float, floor_mhz) -> bool:
     return floor_mhz is not None and spin_ms > 0 and cycles / (spin_ms * 1e3) < floor_mhz
+
+
+def round_mhz(spins_ms: list, cycles: int, overhead_ms: float = 0.0):
+    """A round's SM clock: the median over its launches of the spin's cycles over its time."""
+    mhz = [cycles / ((sp - overhead_ms) * 1e3) for sp in spins_ms if sp - overhead_ms > 0]
+    return stats.summarize(mhz)["median_ms"] if mhz else None
+
+
+def clock_outlier(mhz: list, tol: float = CLOCK_MATCH):
+    """The index of the round to measure again, or None: where the rounds' clocks span more than
+    `tol` of their median, the round farthest from it."""
+    known = [m for m in mhz if m]
+    if len(known) < 2:
+        return None
+    mid = stats.summarize(known)["median_ms"]
+    if (max(known) - min(known)) / mid <= tol:
+        return None
+    return max((i for i, m in enumerate(mhz) if m), key=lambda i: abs(mhz[i] - mid))
+
+
+def pick_retakes(rounds: dict, mhz_of, tol: float = CLOCK_MATCH) -> dict:
+    """Per contender (name -> its rounds) the index of the round to measure again, where one's
+    clock (`mhz_of(name, round)`) stands out (clock_outlier)."""
+    picks = {name: clock_outlier([mhz_of(name, r) for r in rs], tol) for name, rs in rounds.items()}
+    return {name: i for name, i in picks.items() if i is not None}
 
 
 def time_graph(torch, fn, flush, spin, inner: int, replays: int = GRAPH_REPLAYS, idle_cycles: int = 0) -> list:
@@ -402,30 +437,51 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     rounds = budget.rounds
     min_s, limit_s = budget.min_time_s / rounds, budget.time_limit_s / rounds
     lap("profiler_probes_s")
+    # Every round in the order it ran within a profiler session (the records follow that order).
+    taken, replaced = {name: [] for name in contenders}, {name: [] for name in contenders}
+
+    def session(names: list) -> list:
+        nonlocal prof_error
+        with _Profiler(torch) if budget.profiler else _NoProfiler() as prof:
+            ran = [(name, measure_round(torch, contenders[name], flusher, spin, cycles[name], floor, min_s, limit_s,
+                                        spin.event_overhead_ms, budget.noise_target, budget.min_samples))
+                   for name in names]
+        error = prof_error or prof.error
+        if error is None:
+            try:
+                per_launch = stats.split_launches(prof.records, flush_names | spin_names,
+                                                  [len(r["events"]) for _, r in ran], spins=spin_names)
+            except ValueError as e:
+                error = str(e)
+            else:
+                for (name, r), (times, spins) in zip(ran, per_launch):
+                    r["profiler"], r["spin_profiler_ms"] = times, spins
+                    # The profiler's spin times are exact: they decide which samples were slow-clocked.
+                    r["discarded"] = [j for j, sp in enumerate(spins) if _below(cycles[name], sp, floor)]
+        prof_error = error
+        return ran
+
     # NVML watches the rounds (the headline) and the graphs apart: a graph replays its launches
     # back to back, and a big GEMM's replay alone can reach the power cap.
-    with nvml.Sampler(nvml_index, 0.02) as watched, (_Profiler(torch) if budget.profiler else _NoProfiler()) as prof:
-        for _ in range(rounds):
-            for name, fn in contenders.items():
-                r = measure_round(torch, fn, flusher, spin, cycles[name], floor, min_s, limit_s,
-                                  spin.event_overhead_ms, budget.noise_target, budget.min_samples)
-                for key in ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s"):
-                    raw[name][key].append(r[key])
+    with nvml.Sampler(nvml_index, 0.02) as watched:
+        for name, r in session([name for _ in range(rounds) for name in contenders]):
+            taken[name].append(r)
+        for _ in range(budget.retakes):
+            if prof_error is not None:  # the exact clocks come from the profiler
+                break
+            picks = pick_retakes(taken, lambda name, r: round_mhz(r["spin_profiler_ms"], cycles[name]))
+            if not picks:
+                break
+            for name, r in session(list(picks)):
+                replaced[name].append((picks[name], taken[name][picks[name]]))
+                taken[name][picks[name]] = r
     lap("rounds_s")
-    order = [(name, i) for i in range(rounds) for name in contenders]
-    prof_error = prof_error or prof.error
-    if prof_error is None:
-        try:
-            per_launch = stats.split_launches(prof.records, flush_names | spin_names,
-                                              [len(raw[n]["events"][i]) for n, i in order], spins=spin_names)
-        except ValueError as e:
-            prof_error = str(e)
-        else:
-            for (name, i), (times, spins) in zip(order, per_launch):
-                raw[name]["profiler"].append(times)
-                raw[name]["spin_profiler_ms"].append(spins)
-                # The profiler's spin times are exact: they decide which samples were slow-clocked.
-                raw[name]["discarded"][i] = [j for j, sp in enumerate(spins) if _below(cycles[name], sp, floor)]
+    keys = ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s")
+    keys += ("profiler", "spin_profiler_ms") if prof_error is None else ()
+    for name in contenders:
+        for key in keys:
+            raw[name][key] = [r[key] for r in taken[name]]
+        raw[name]["retaken"] = [{"round": i, **{k: r[k] for k in keys}} for i, r in replaced[name]]
     lap("profiler_records_s")
     with nvml.Sampler(nvml_index, 0.02) if budget.graphs else _NoProfiler() as watched_graph:
         for name, fn in contenders.items() if budget.graphs else ():
@@ -438,7 +494,8 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     method = {"flush_l2": bool(flush), "idle_factor": float(idle_factor), "rounds": rounds,
               "noise_target": budget.noise_target, "min_samples": budget.min_samples,
               "min_time_s": budget.min_time_s, "time_limit_s": budget.time_limit_s,
-              "profiler": budget.profiler, "graphs": budget.graphs, "clock_floor": CLOCK_FLOOR, "reference_clock_mhz": ref["mhz"],
+              "profiler": budget.profiler, "graphs": budget.graphs, "clock_floor": CLOCK_FLOOR,
+              "clock_match": CLOCK_MATCH, "retakes": budget.retakes, "reference_clock_mhz": ref["mhz"],
               "reference_clock_source": ref["source"], "vs_ncu": VS_NCU}
     lap("graphs_s")
     method["phase_s"] = phase
@@ -504,6 +561,8 @@ def summarize_contender(raw: dict, profiler_error=None, method: dict | None = No
         "stopping": None if reached is None else {
             "reached": all(reached), "rounds_reached": sum(1 for r in reached if r),
             "noise": raw.get("noise"), "elapsed_s": raw.get("elapsed_s"),
-            "samples": [len(r) for r in raw["events"]]},
+            "samples": [len(r) for r in raw["events"]],
+            # Rounds measured again because their clock stood out (the replaced ones are in raw).
+            "retaken": [t["round"] for t in raw.get("retaken") or []]},
         "clock": clock,
     }

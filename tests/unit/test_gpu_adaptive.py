@@ -182,3 +182,25 @@ def test_the_adaptive_h100_bundle_holds_what_the_docs_say():
     raw = runs[0]["raw"]["kernel"]
     again = bench.summarize_contender(raw, None, rows[0][1]["method"])
     assert again["median_ms"] == rows[0][1]["kernel"]["median_ms"]
+
+
+def test_a_round_whose_clock_stands_out_is_the_one_measured_again():
+    # Rounds' SM clocks as read on the H100 (a 2048^3 GEMM whose middle round ran 2% slower).
+    assert bench.clock_outlier([1939.0, 1897.0, 1951.0]) == 1
+    assert bench.clock_outlier([1770.0, 1965.0, 1979.0]) == 0
+    assert bench.clock_outlier([1890.0, 1893.0, 1895.0]) is None  # within CLOCK_MATCH (0.26%)
+    assert bench.clock_outlier([1900.0, None, 1990.0]) in (0, 2)  # a round with no reading is never picked
+    assert bench.clock_outlier([1900.0]) is None
+
+
+def test_retakes_are_picked_per_contender_from_their_rounds_clocks():
+    rounds = {"kernel": [1939.0, 1897.0, 1951.0], "baseline": [1965.0, 1972.0, 1979.0], "alone": [1900.0]}
+    assert bench.pick_retakes(rounds, lambda name, r: r) == {"kernel": 1, "baseline": 0}
+    assert bench.pick_retakes(rounds, lambda name, r: r, tol=0.0075) == {"kernel": 1}
+
+
+def test_a_round_clock_is_the_median_of_its_spins():
+    # 40000 cycles in 20.2 us is 1980 MHz; one slow reading does not move the median.
+    assert bench.round_mhz([0.0202, 0.0202, 0.0300], 40_000) == pytest.approx(1980.2, rel=1e-3)
+    assert bench.round_mhz([0.0222, 0.0222], 40_000, overhead_ms=0.002) == pytest.approx(1980.2, rel=1e-3)
+    assert bench.round_mhz([], 40_000) is None
