@@ -195,8 +195,8 @@ def test_a_round_whose_clock_stands_out_is_the_one_measured_again():
 
 def test_retakes_are_picked_per_contender_from_their_rounds_clocks():
     rounds = {"kernel": [1939.0, 1897.0, 1951.0], "baseline": [1965.0, 1972.0, 1979.0], "alone": [1900.0]}
-    assert bench.pick_retakes(rounds, lambda name, r: r) == {"kernel": 1, "baseline": 0}
-    assert bench.pick_retakes(rounds, lambda name, r: r, tol=0.0075) == {"kernel": 1}
+    assert bench.pick_retakes(rounds, lambda name, r: r) == {"kernel": 1}
+    assert bench.pick_retakes(rounds, lambda name, r: r, tol=0.005) == {"kernel": 1, "baseline": 0}
 
 
 def test_a_round_clock_is_the_median_of_its_spins():
