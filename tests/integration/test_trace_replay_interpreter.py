@@ -259,3 +259,32 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
     assert write_tensors(bundle, bundle.plan, tmp_path / "staged")
     assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == [
         f"{n:04d}.{w}.pt" for n in range(1, 6) for w in ("inputs", "outputs")]
+
+
+def test_a_capture_given_the_kept_tensors_stages_and_packs_them(traced, tmp_path):
+    """What a GPU replay hands the spine: the tensors staged as the capture's trace/tensors/ (where
+    the harness reads them) and packed into its bundle, so a replay of the replay has them. Run
+    compile-only here, through the real harness in the interpreter venv."""
+    from reprokit.bundle.reader import open_bundle
+    from reprokit.config import GpuProfile
+    from reprokit.executors.local import LocalExecutor
+    from reprokit.options import BundleOptions, GpuOptions, RunOptions
+    from reprokit.run.capture import capture
+    from reprokit.run.publish import publish
+    from reprokit.run.replay import bundle_stack, write_kernels, write_tensors
+    from tests.helpers.runs import host
+
+    bundle = open_bundle(traced["a_tgz"])
+    kernels, tensors = tmp_path / "kernels", tmp_path / "tensors"
+    write_kernels(bundle, kernels)
+    assert write_tensors(bundle, bundle.plan, tensors)
+    options = RunOptions(GpuOptions(GpuProfile.from_dict(bundle.plan["profile"]), "compile-only"), plan=bundle.plan,
+                         kernels=kernels, tensors=tensors)
+    cap = capture(bundle_stack(bundle.manifest), LocalExecutor(python=traced["python"], host=host()),
+                  tmp_path / "cap", options)
+    assert [c.status for c in cap.results.cases] == ["ok"] * len(IDS)
+    staged = sorted(p.name for p in (cap.out_dir / "trace" / "tensors").iterdir())
+    assert staged == sorted(p.name for p in tensors.iterdir())
+    packed = open_bundle(publish(cap.out_dir, cap.origin(), BundleOptions.from_host(host(), tmp_path / "out")))
+    for name in staged:
+        assert packed.read(f"trace/tensors/{name}") == bundle.read(f"trace/tensors/{name}")
