@@ -29,6 +29,9 @@ def swept(tmp_path_factory, stack_ready):
     tmp = tmp_path_factory.mktemp("usersweep")
     proj = tmp / "proj"
     shutil.copytree(ROOT / "tests" / "data" / "usersweep", proj)
+    # The project's kernel file is the declared-cases tests' own (one copy in the tree).
+    (proj / "kernels").mkdir()
+    shutil.copy(ROOT / "tests" / "data" / "usercases" / "persistent_matmul.py", proj / "kernels")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SOURCE_DATE_EPOCH": "1700000000"}
     out = {}
     for name in ("add-box", "matmul-stages", "matmul-bk"):

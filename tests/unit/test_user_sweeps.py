@@ -27,6 +27,9 @@ DATA = ROOT / "tests" / "data" / "usersweep"
 def proj(tmp_path) -> Path:
     d = tmp_path / "proj"
     shutil.copytree(DATA, d)
+    # The project's kernel file is the declared-cases tests' own (one copy in the tree).
+    (d / "kernels").mkdir()
+    shutil.copy(ROOT / "tests" / "data" / "usercases" / "persistent_matmul.py", d / "kernels")
     return d
 
 
