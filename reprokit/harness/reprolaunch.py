@@ -88,8 +88,10 @@ def launch_spec(case: dict, plan: dict, result: dict | None = None) -> dict:
     why it cannot be launched}."""
     if case.get("kind") == "call":
         gpu = (result or {}).get("gpu") or {}
+        # outputs the GPU run made from a trace's recorded tensors are not what the seed gives
+        seeded = (gpu.get("inputs") or {}).get("source", "seed") in ("seed", "none")
         recorded = ({"seed": gpu["seed"], "device": gpu.get("device"), "outputs": gpu["outputs"]}
-                    if gpu.get("outputs") and "seed" in gpu else None)
+                    if gpu.get("outputs") and "seed" in gpu and seeded else None)
         return {"call": {"call": case["call"], "autotune": case.get("autotune")},
                 "function": case["kernel"]["function"], "recorded": recorded}
     recipe, why = launch.recipe_for(case)

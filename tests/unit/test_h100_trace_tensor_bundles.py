@@ -105,3 +105,15 @@ def test_a_trace_without_tensors_replays_from_the_seed_with_probes():
                     ResultSet.from_bundle(new, role="replay", key="new", label="new")])
     moved = {r.case: r.cells[1].moved for r in grid.rows}
     assert moved == {f"{MATMUL}.1": (), f"{MATMUL}.2": (), "k_attn_fwd.1": ("outputs",)}
+
+
+def test_a_reproducer_checks_against_the_gpu_run_only_when_that_run_used_the_seed(bundles):
+    """A reproducer launches from the seed: outputs made from a trace's recorded tensors are no
+    reference for it, outputs made from the same seed are."""
+    from reprokit.harness.reprolaunch import launch_spec
+
+    for b, recorded in ((bundles["replay"], False), (open_bundle(EXAMPLES / "h100-trace-triton-3.6.0-replay-3.tgz"), True)):
+        results = {c["id"]: c for c in b.results["cases"]}
+        for case in b.plan["cases"]:
+            spec = launch_spec(case, b.plan, results[case["id"]])
+            assert (spec["recorded"] is not None) is recorded, case["id"]
