@@ -131,6 +131,8 @@ class Cell:
     outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.callgpu)
     deterministic: bool | None = None  # a declared call on a GPU: its relaunches gave the same bytes
     inputs: tuple = ()               # a declared call on a GPU: ((tensor, sha256 before the launch), ...)
+    # Against the first column, each output's check: ((tensor, {match, max_abs, max_rel, against}), ...)
+    output_checks: tuple = ()
     time_ratio: float | None = None  # against the first column, by a method both records have
     # Against the first column, per benchmarked size, the kernel's time judged from both sides'
     # raw samples (reprokit.compare.timing): ((size, Judgement), ...); `time_label` is the one
@@ -161,6 +163,7 @@ class Cell:
         d["times"] = dict(self.times)
         d["outputs"] = dict(self.outputs)
         d["inputs"] = dict(self.inputs)
+        d["output_checks"] = dict(self.output_checks)
         d["metrics"] = [asdict(m) for m in self.metrics]
         d["change"] = self.change
         d["time_labels"] = [{"size": size, **j.to_dict()} for size, j in self.time_labels]
@@ -380,7 +383,7 @@ def _moved(base: Cell, cell: Cell) -> tuple:
             out.append(f)
     if _inputs_differ(base, cell):
         out.append("inputs")  # launched from other inputs: their outputs say nothing of the kernel
-    elif _outputs_moved(base, cell):
+    elif any(c["match"] in ("differs", "missing", "inexact") for _, c in output_checks(base, cell)):
         out.append("outputs")
     return tuple(out)
 
@@ -396,21 +399,25 @@ def _inputs_differ(base: Cell, cell: Cell) -> bool:
     return any(a.get(n) != b.get(n) for n in sorted(set(a) | set(b)) if n not in written)
 
 
-def _outputs_moved(base: Cell, cell: Cell) -> bool:
-    """A call's outputs against column 0's: bit-exact where both runs were deterministic, else
-    within the dtype's tolerance (harness.callgpu.compare_outputs). Where column 0 launched
-    nothing (a trace, or a compile-only bundle), the outputs its trace recorded are the
-    reference: an output off them (`reference.match`: differs) moved."""
+def output_checks(base: Cell, cell: Cell) -> tuple:
+    """A call's outputs against column 0's, ((tensor, {match, max_abs, max_rel, against}), ...):
+    bit-exact where both runs were deterministic, else within the dtype's tolerance
+    (harness.callgpu.compare_output; "differs", "missing" and "inexact" move). Where column 0
+    launched nothing (a trace, or a compile-only bundle), the outputs its trace recorded are the
+    reference (`reference` of each output: "differs" moves)."""
     if base.outputs and cell.outputs:
         # The harness's own rule, loaded only where both sides launched a call case and kept outputs.
-        from reprokit.harness.callgpu import compare_outputs
+        from reprokit.harness.callgpu import compare_output
 
         det = (bool(base.deterministic), bool(cell.deterministic))
-        return any(v in ("differs", "missing", "inexact")
-                   for v in compare_outputs(dict(base.outputs), dict(cell.outputs), det).values())
+        a, b = dict(base.outputs), dict(cell.outputs)
+        return tuple((n, {**compare_output(a.get(n), b.get(n), det), "against": "column 0"})
+                     for n in sorted(set(a) | set(b)))
     if not base.outputs:
-        return any((o.get("reference") or {}).get("match") == "differs" for _, o in cell.outputs)
-    return False
+        return tuple((n, {"match": ref["match"], "against": "recorded",
+                          **{k: ref[k] for k in ("max_abs", "max_rel") if k in ref}})
+                     for n, o in cell.outputs if (ref := o.get("reference") or {}).get("match"))
+    return ()
 
 
 def moved_summary(cell: Cell, max_ops: int = 3) -> str:
@@ -424,10 +431,10 @@ def moved_summary(cell: Cell, max_ops: int = 3) -> str:
         if f in ("gpu_status", "correct", "inputs"):
             parts.append({"gpu_status": "gpu", "correct": "correct", "inputs": "launched from other inputs"}[f])
         elif f == "outputs":
-            off = [f"{name} max abs {ref.get('max_abs', '?'):.3g}" if isinstance(ref.get("max_abs"), float)
-                   else name for name, o in cell.outputs
-                   if (ref := o.get("reference") or {}).get("match") == "differs"]
-            parts.append("outputs differ" + (f" (off the recorded: {', '.join(off)})" if off else ""))
+            off = [f"{name} {c['match']}" + (f" max abs {c['max_abs']:.3g}" if isinstance(c.get("max_abs"), float) else "")
+                   for name, c in cell.output_checks if c["match"] not in ("exact", "close")]
+            against = cell.output_checks[0][1]["against"] if cell.output_checks else "column 0"
+            parts.append(f"outputs vs {against}: {', '.join(off)}" if off else "outputs differ")
     deltas = sorted(cell.ops, key=lambda d: (-abs(d.delta), d.level, d.op))
     parts += [f"{'+' if d.delta > 0 else '-'}{abs(d.delta)} {d.op} ({d.level})" for d in deltas[:max_ops]]
     if len(deltas) > max_ops:
@@ -490,7 +497,8 @@ def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str,
         if base_t.get(method):
             ratio = round(t / base_t[method], 4)
             break
-    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio, time_labels=labels, metrics=_metric_deltas(base, cell, moved))
+    return replace(cell, moved=moved, ops=tuple(deltas), time_ratio=ratio, time_labels=labels,
+                   metrics=_metric_deltas(base, cell, moved), output_checks=output_checks(base, cell))
 
 
 _METRIC_NAMES = {"shared_bytes": "smem", "registers": "regs", "spill_stores": "spill_stores",

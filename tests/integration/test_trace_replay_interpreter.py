@@ -193,6 +193,13 @@ def test_a_planted_mismatch_is_a_verdict_against_the_recording_and_across_bundle
         # the same inputs (an output's contents before the launch, torch.empty's, do not count)
         assert "inputs" not in rows[cid]["moved"]
     assert rows["axpy.1"]["moved"] == [] and rows["axpy.2"]["moved"] == []
+    # each output's check says how far, from the probes alone (the tensors are not in a bundle)
+    check = rows["axpy_planted.1"]["output_checks"]["out_ptr"]
+    assert check["match"] == "differs" and check["against"] == "column 0" and 5e-4 < check["max_rel"] < 2e-3
+    assert rows["axpy.1"]["output_checks"]["out_ptr"]["match"] == "exact"
+    text = subprocess.run([sys.executable, "-m", "reprokit", "diff", *map(str, folders)], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert text.returncode == 1 and "outputs vs column 0: out_ptr differs max abs" in text.stdout, text.stdout
 
 
 def test_tolerance_by_dtype_on_real_outputs(traced):
