@@ -295,3 +295,26 @@ def test_a_capture_given_the_kept_tensors_stages_and_packs_them(traced, tmp_path
     packed = open_bundle(publish(cap.out_dir, cap.origin(), BundleOptions.from_host(host(), tmp_path / "out")))
     for name in staged:
         assert packed.read(f"trace/tensors/{name}") == bundle.read(f"trace/tensors/{name}")
+
+
+def test_the_h100_traces_kept_tensors_replay_on_the_cpu_within_the_fp16_tolerance(interp_python, tmp_path):  # noqa: F811
+    """bundles/examples/h100-trace-tensors-triton-3.6.0.tgz (traced on the lab H100, tensors kept)
+    replayed here under the interpreter from its tensors: another machine's arithmetic, so its
+    outputs are not the H100's bytes but within fp16's tolerance of them."""
+    with tarfile.open(ROOT / "bundles" / "examples" / "h100-trace-tensors-triton-3.6.0.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    (root,) = tmp_path.iterdir()
+    script = _REPLAY.replace('kept[case["id"]] = b.kwargs["out_ptr"].clone()', "pass")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "HOME": str(tmp_path)}
+    p = subprocess.run([interp_python, "-c", script.format(root=str(ROOT), bundle=str(root), tolerances=False)],
+                       capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])["cases"]
+    out = {"matmul_kernel_descriptor_persistent.1": "c_ptr", "matmul_kernel_descriptor_persistent.2": "c_ptr",
+           "k_attn_fwd.1": "desc_o"}
+    assert sorted(got) == sorted(out)
+    for cid, name in out.items():
+        assert got[cid]["status"] == "ok" and got[cid]["inputs"]["source"] == "recorded", got[cid]
+        ref = got[cid]["outputs"][name]["reference"]
+        assert ref["match"] == "close" and ref["tolerance"] == {"rtol": 1e-2, "atol": 1e-2}, ref
+        assert 0 < ref["max_abs"] < 0.1
