@@ -31,3 +31,11 @@ def test_tensor_descriptor_cases_launch(tmp_path):
     assert len(cases) == 3
     assert all(host_filled_descriptors(d) is None for d in cases.values())
     assert host_filled_descriptors(str(tmp_path / "no-such-case")) is None
+
+
+def test_tensors_kept_by_older_traces_under_positional_names_bind_by_parameter():
+    from reprokit.harness.callgpu import _by_name
+
+    kept = {"arg0": "x-tensor", "arg2": "out-tensor", "n": "by-name", "arg9": "past the parameters"}
+    assert _by_name(kept, ["x_ptr", "y_ptr", "out_ptr"]) == {
+        "x_ptr": "x-tensor", "out_ptr": "out-tensor", "n": "by-name", "arg9": "past the parameters"}
