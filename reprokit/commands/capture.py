@@ -45,7 +45,7 @@ def run(args) -> int:
     if args.executor == "local" and args.stack:
         raise UsageError(f"--executor local captures this interpreter's own Triton; --stack {args.stack} needs "
                          f"venv or docker")
-    options = run_options(args, profile, force=args.force)
+    # The stack first: a refusal of it is the one line said, before the GPU choice's notice.
     if args.executor == "local":
         stack = local_stack()
     else:
@@ -53,6 +53,7 @@ def run(args) -> int:
             raise UsageError(f"--stack is required with --executor {args.executor}; "
                              f"known: {', '.join(load_config().stacks)}")
         stack = load_config().stack(args.stack)
+    options = run_options(args, profile, force=args.force)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
     with project_run(for_run(args.project), options, args.host.tmp, stack.pins(), report=say) as options, \
             make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,

@@ -3,6 +3,7 @@ the error is JSON on stdout too."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -220,3 +221,12 @@ def test_sweep_refuses_the_local_executor_where_it_would_not_run_the_gpu(args, m
     p = _cli(*args, "--work", tmp_path / "work", "--out", tmp_path / "out")
     assert p.returncode == 2 and message in _one_line(p), p.stderr
     assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is not None, reason="this interpreter has triton")
+def test_a_local_capture_without_triton_says_one_line_not_the_gpu_notice_first(tmp_path):
+    # No triton here: the refusal is all that is said, on stdout and stderr together.
+    p = _cli("capture", "--gpu", "h100", "--executor", "local", "--out", tmp_path / "out")
+    said = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
+    assert p.returncode == 2 and len(said) == 1 and "needs triton in this interpreter" in said[0], said
+    assert not (tmp_path / "out").exists()
