@@ -66,6 +66,8 @@ def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) ->
                  "source": {"file": f"trace/sources/{Path(src['path']).name}" if src.get("path") else None,
                             "line": src.get("line")},
                  "left_out": list(s.get("skipped_names") or []), "spec": s["spec"]}
+        if s.get("warmup"):  # first compiled by `kernel.warmup(...)`, not by a launch through the JIT
+            trace["warmup"] = True
         if s.get("autotune"):
             trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
         cases.append({

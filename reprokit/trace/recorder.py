@@ -107,7 +107,13 @@ def _wrap_run(cls) -> None:
         return
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
-        entry = None if warmup else _see_or_miss(self, lambda: _name(self), args, kwargs, grid)
+        if warmup:
+            # `kernel.warmup(...)` compiles without launching and hands the program the compiled
+            # kernel, which it may launch itself (`compiled[grid](...)`, as Triton's fused-softmax
+            # tutorial does), never through `run` again: the specialisation is recorded here.
+            _see_or_miss(self, lambda: _name(self), args, kwargs, grid, warmup=True)
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        entry = _see_or_miss(self, lambda: _name(self), args, kwargs, grid)
         return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs),
                        lambda: getattr(self, "arg_names", ()))
 
@@ -130,12 +136,12 @@ def _wrap_grid_executor(cls) -> None:
     cls.__call__ = call
 
 
-def _see_or_miss(launcher, name, args: tuple, kwargs: dict, grid):
+def _see_or_miss(launcher, name, args: tuple, kwargs: dict, grid, warmup: bool = False):
     """_see's entry for a launch, or None with the miss recorded (`name()`: the kernel's name, asked
     only then): the program must run as it would untraced, so a launch the recorder cannot derive
     is a record missing, not a failure."""
     try:
-        return _see(launcher, args, kwargs, grid)
+        return _see(launcher, args, kwargs, grid, warmup)
     except Exception as e:  # noqa: BLE001 - see the docstring: the program runs on, the miss is recorded
         _event({"type": "miss", "kernel": name(), "error": f"{type(e).__name__}: {e}"[:500]})
         return None
@@ -203,7 +209,7 @@ def _kernel(launcher) -> dict:
     return known
 
 
-def _see(launcher, args: tuple, kwargs: dict, grid):
+def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
     """The record of this launch's specialisation: new ones are written out, known ones counted.
 
     A launch is first described as a call (docs/user-cases.md); a call seen before (the common
@@ -215,8 +221,7 @@ def _see(launcher, args: tuple, kwargs: dict, grid):
     if fast is not None:
         entry = _STATE["fast"].get(fast)
         if entry is not None:
-            entry["launches"] += 1
-            return None
+            return _again(entry, warmup)
     # inside the traced program: loaded once its Triton is, and only what the hook needs.
     from reprokit.harness import call as derivation
 
@@ -233,10 +238,9 @@ def _see(launcher, args: tuple, kwargs: dict, grid):
     with _LOCK:
         entry = _STATE["memo"].get(memo_key)
         if entry is not None:
-            entry["launches"] += 1
             if fast is not None:
                 _STATE["fast"][fast] = entry
-            return None
+            return _again(entry, warmup)
     g = grid(dict(bound)) if callable(grid) else grid
     the_call["grid"] = [int(x) for x in (g if isinstance(g, (tuple, list)) else [g])]
     profile = _STATE["profile"] if _STATE["interpret"] else None
@@ -248,19 +252,27 @@ def _see(launcher, args: tuple, kwargs: dict, grid):
             _STATE["memo"][memo_key] = entry
             if fast is not None:
                 _STATE["fast"][fast] = entry
-            entry["launches"] += 1
-            return None
+            return _again(entry, warmup)
         _STATE["count"] += 1
         n = _STATE["count"]
-        entry = {"n": n, "launches": 1, "launched": False, "save": _STATE["tensors"] != "none"}
+        entry = {"n": n, "launches": 0 if warmup else 1, "launched": False, "save": _STATE["tensors"] != "none"}
         _STATE["seen"][key] = _STATE["memo"][memo_key] = entry
         if fast is not None:
             _STATE["fast"][fast] = entry
         tuning = _TUNING.stack[-1] if getattr(_TUNING, "stack", None) else None
         _event({"type": "spec", "n": n, "kernel": k["fn"].__name__, "file": k["file"], "source": k["source"],
-                "skipped_names": k["skipped"], "call": the_call, "spec": spec,
+                "skipped_names": k["skipped"], "call": the_call, "spec": spec, "warmup": warmup,
                 "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}})
         return entry
+
+
+def _again(entry: dict, warmup: bool):
+    """A specialisation seen before: counted when launched; the entry itself only at its first
+    launch (one first compiled by a warm-up), so that _launch says it was launched."""
+    if warmup:
+        return None
+    entry["launches"] += 1
+    return None if entry["launched"] else entry
 
 
 def _fast_key(launcher, args: tuple, kwargs: dict):
