@@ -78,7 +78,10 @@ def run(args) -> int:
             raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} without importing triton: "
                              "nothing to trace")
         if not ran.specs:
-            raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} and launched no Triton kernel")
+            # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
+            last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
+            why = f": {last[:300]}" if ran.exit_code != 0 and last else ""
+            raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} and launched no Triton kernel{why}")
         say(f"trace: {len(ran.specs)} specialisation(s) in {ran.seconds:.2f} s; capturing them")
         t0 = time.perf_counter()
         bundle, results = _capture(args, ran, profile, gpu, scratch, argv, interpret)

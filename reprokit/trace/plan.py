@@ -61,6 +61,7 @@ def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) ->
     cases = []
     for s in run.specs:
         opts = s["call"]["options"]
+        derived = (s.get("spec") or {}).get("options") or {}
         src = s.get("source") or {}
         trace = {"n": s["n"], "launched": s["n"] in run.launched, "launches": counts.get(str(s["n"])),
                  "source": {"file": f"trace/sources/{Path(src['path']).name}" if src.get("path") else None,
@@ -77,8 +78,11 @@ def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) ->
             "call": s["call"],
             # The stack's JIT derives these from `call` (docs/user-cases.md): empty here, as for a declared case.
             "signature": {}, "constexprs": {}, "divisible_by_16": [],
-            "num_warps": int(opts.get("num_warps", DEFAULT_WARPS)),
-            "num_stages": int(opts.get("num_stages", DEFAULT_STAGES)),
+            # the options the program's Triton compiled with: a launch option that shares its name
+            # with a parameter (`num_stages: tl.constexpr`, Triton's fused-softmax tutorial) is both,
+            # and is a parameter in `call`, not an option
+            "num_warps": int(derived.get("num_warps", opts.get("num_warps", DEFAULT_WARPS))),
+            "num_stages": int(derived.get("num_stages", opts.get("num_stages", DEFAULT_STAGES))),
             "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),
             "trace": trace,
         })

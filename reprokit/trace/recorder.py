@@ -34,6 +34,7 @@ import types
 
 _STATE: dict = {}
 _LOCK = threading.RLock()
+_DERIVING = threading.local()
 
 
 def install() -> None:
@@ -107,11 +108,13 @@ def _wrap_run(cls) -> None:
         return
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
-        if warmup:
+        if warmup and not getattr(_DERIVING, "on", False):
             # `kernel.warmup(...)` compiles without launching and hands the program the compiled
             # kernel, which it may launch itself (`compiled[grid](...)`, as Triton's fused-softmax
             # tutorial does), never through `run` again: the specialisation is recorded here.
             _see_or_miss(self, lambda: _name(self), args, kwargs, grid, warmup=True)
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if warmup:  # the derivation's own warm-up of a JIT twin
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         entry = _see_or_miss(self, lambda: _name(self), args, kwargs, grid)
         return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs),
@@ -244,7 +247,11 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
     g = grid(dict(bound)) if callable(grid) else grid
     the_call["grid"] = [int(x) for x in (g if isinstance(g, (tuple, list)) else [g])]
     profile = _STATE["profile"] if _STATE["interpret"] else None
-    spec = derivation.derive(k["twin"], the_call, driver_profile=profile).spec
+    _DERIVING.on = True  # its JIT warm-up of the twin is no warm-up of the program's
+    try:
+        spec = derivation.derive(k["twin"], the_call, driver_profile=profile).spec
+    finally:
+        _DERIVING.on = False
     key = (id(k["fn"]), derivation.key_of(spec))
     with _LOCK:
         entry = _STATE["seen"].get(key)

@@ -1,0 +1,224 @@
+"""Triton's own public tutorials (tests/data/trace/public/: vector add, fused softmax, autotuned
+matmul, low-memory dropout, layer norm forward and backward, libdevice, grouped GEMM), traced
+once each under Triton 3.6's interpreter with the CPU torch, as a user would trace them.
+
+What each bundle must hold is written here by hand from the tutorial's own calls: the distinct
+specialisations, and for each the signature, constexprs, divisibility-by-16 hints and options
+of a direct `triton.compile` this file spells out. The captured TTIR must have the same op
+counts as that compile's, and the same TMA counts at every level. The kernels are taken from the
+programs' files by this file's own reading of them (their `@triton.jit` functions, autotune
+decorators dropped), never by the code under test. Programs the interpreter cannot run to the
+end must still give a clear, recorded outcome (docs/trace.md lists them with the reason)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from reprokit.errors import ProgramFailed, UsageError
+from tests.integration.test_trace import ROOT, interp_python, plan_cases, result_cases  # noqa: F401
+
+pytestmark = pytest.mark.triton
+
+PUBLIC = ROOT / "tests" / "data" / "trace" / "public"
+_F32, _F16, _I32 = "*fp32", "*fp16", "*i32"
+_C = "constexpr"
+
+# program -> (its exit under trace, {case id: (kernel, signature, constexprs by name, parameters
+# hinted divisible by 16, num_warps, num_stages)}), from each tutorial's own calls.
+EXPECTED: dict = {
+    # n = 1000 (not a multiple of 16), then 4096
+    "vector_add.py": (0, {
+        "add_kernel.1": ("add_kernel", {"x_ptr": _F32, "y_ptr": _F32, "output_ptr": _F32, "n_elements": "i32",
+                                        "BLOCK_SIZE": _C}, {"BLOCK_SIZE": 1024}, ["x_ptr", "y_ptr", "output_ptr"], 4, 3),
+        "add_kernel.2": ("add_kernel", {"x_ptr": _F32, "y_ptr": _F32, "output_ptr": _F32, "n_elements": "i32",
+                                        "BLOCK_SIZE": _C}, {"BLOCK_SIZE": 1024},
+                         ["x_ptr", "y_ptr", "output_ptr", "n_elements"], 4, 3)}),
+    # two configs tuned at (64, 32, 64); the leaky_relu call reuses the first (same key)
+    "matmul_autotuned.py": (0, {
+        f"matmul_kernel.{i}": ("matmul_kernel", {
+            "a_ptr": _F16, "b_ptr": _F16, "c_ptr": _F16, "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+            "stride_ak": _C, "stride_bk": "i32", "stride_bn": _C, "stride_cm": "i32", "stride_cn": _C,
+            "BLOCK_SIZE_M": _C, "BLOCK_SIZE_N": _C, "BLOCK_SIZE_K": _C, "GROUP_SIZE_M": _C, "ACTIVATION": _C},
+            {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 32,
+             "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": act},
+            ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"], warps, stages)
+        for i, bm, act, warps, stages in ((1, 32, "", 8, 3), (2, 64, "", 4, 4), (3, 32, "leaky_relu", 8, 3))}),
+    # seed 123 and seed 512: two specialisations (512 is a multiple of 16); p a float argument
+    "low_memory_dropout.py": (0, {
+        "k_dropout.1": ("_dropout", {"x_ptr": _F32, "x_keep_ptr": _I32, "output_ptr": _F32, "n_elements": "i32",
+                                     "p": "fp32", "BLOCK_SIZE": _C}, {"BLOCK_SIZE": 1024},
+                        ["x_ptr", "x_keep_ptr", "output_ptr"], 4, 3),
+        **{f"k_seeded_dropout.{i}": ("_seeded_dropout", {"x_ptr": _F32, "output_ptr": _F32, "n_elements": "i32",
+                                                          "p": "fp32", "seed": "i32", "BLOCK_SIZE": _C},
+                                     {"BLOCK_SIZE": 1024}, ["x_ptr", "output_ptr", *extra], 4, 3)
+           for i, extra in ((1, []), (2, ["seed"]))}}),
+    # M = 20, N = 64, fp32: BLOCK_SIZE 64, one warp; GROUP_SIZE_M 256 (N <= 1024); the reduction's M = 20
+    "layer_norm.py": (0, {
+        "k_layer_norm_fwd_fused.1": ("_layer_norm_fwd_fused", {
+            "X": _F32, "Y": _F32, "W": _F32, "B": _F32, "Mean": _F32, "Rstd": _F32, "stride": "i32", "N": "i32",
+            "eps": "fp32", "BLOCK_SIZE": _C}, {"BLOCK_SIZE": 64},
+            ["X", "Y", "W", "B", "Mean", "Rstd", "stride", "N"], 1, 3),
+        "k_layer_norm_bwd_dx_fused.1": ("_layer_norm_bwd_dx_fused", {
+            "DX": _F32, "DY": _F32, "DW": _F32, "DB": _F32, "X": _F32, "W": _F32, "Mean": _F32, "Rstd": _F32,
+            "Lock": _I32, "stride": "i32", "N": "i32", "GROUP_SIZE_M": _C, "BLOCK_SIZE_N": _C},
+            {"GROUP_SIZE_M": 256, "BLOCK_SIZE_N": 64},
+            ["DX", "DY", "DW", "DB", "X", "W", "Mean", "Rstd", "Lock", "stride", "N"], 1, 3),
+        "k_layer_norm_bwd_dwdb.1": ("_layer_norm_bwd_dwdb", {
+            "DW": _F32, "DB": _F32, "FINAL_DW": _F32, "FINAL_DB": _F32, "M": "i32", "N": "i32", "BLOCK_SIZE_M": _C,
+            "BLOCK_SIZE_N": _C}, {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 128},
+            ["DW", "DB", "FINAL_DW", "FINAL_DB", "N"], 4, 3)}),
+    # compiled by softmax_kernel.warmup(...): 37 x 81 fp32, BLOCK_SIZE 128, 8 warps; num_stages is
+    # both a constexpr parameter and the launch option (4: the h100 profile's shared memory > 200000).
+    # The interpreter's warmup compiles nothing and returns None, so the program then fails.
+    "fused_softmax.py": (ProgramFailed.exit_code, {
+        "softmax_kernel.1": ("softmax_kernel", {
+            "output_ptr": _F32, "input_ptr": _F32, "input_row_stride": "i32", "output_row_stride": "i32",
+            "n_rows": "i32", "n_cols": "i32", "BLOCK_SIZE": _C, "num_stages": _C},
+            {"BLOCK_SIZE": 128, "num_stages": 4}, ["output_ptr", "input_ptr"], 8, 4)}),
+    # libdevice.asin: the interpreter has no libdevice (it returns None): the first launch fails
+    "libdevice_asin.py": (ProgramFailed.exit_code, {
+        "asin_kernel.1": ("asin_kernel", {"x_ptr": _F32, "y_ptr": _F32, "n_elements": "i32", "BLOCK_SIZE": _C},
+                          {"BLOCK_SIZE": 1024}, ["x_ptr", "y_ptr"], 4, 3)}),
+    # asks torch.cuda for the SM count before any launch: a CUDA-only program
+    "grouped_gemm.py": (UsageError.exit_code, None),
+}
+
+# Compiles EXPECTED's specialisations with triton.compile (3.6's ASTSource form) and prints, for
+# each, the TMA counts per IR level (the harness's oracle) and the TTIR's op counts.
+_HAND_COMPILE = r"""
+import ast, collections, importlib.util, json, re, sys, tempfile
+sys.path.insert(0, sys.argv[3])
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from reprokit.harness import oracle
+
+def jit_only(path, tmp):
+    # the program's imports and @triton.jit functions, autotune dropped: never its script part
+    tree = ast.parse(open(path).read())
+    keep = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            keep.append(node)
+        elif isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+            node.decorator_list = [d for d in node.decorator_list if "jit" in ast.unparse(d)]
+            keep.append(node)
+    out = f"{tmp}/{path.rsplit('/', 1)[-1]}"
+    open(out, "w").write(ast.unparse(ast.Module(body=keep, type_ignores=[])))
+    spec = importlib.util.spec_from_file_location("public_" + str(abs(hash(path))), out)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+OP = re.compile(r'^\s*(?:%[\w#:, %]+=\s*)?"?([a-z_]+\.[a-z_.]+)')
+def op_counts(ttir):
+    return dict(collections.Counter(m.group(1) for line in ttir.splitlines() if (m := OP.match(line))))
+
+tmp = tempfile.mkdtemp()
+expected = json.loads(open(sys.argv[1]).read())
+out = {}
+for program, (_code, cases) in expected.items():
+    if not cases:
+        continue
+    mod = jit_only(f"{sys.argv[2]}/{program}", tmp)
+    for cid, (kernel, sig, consts, div, warps, stages) in cases.items():
+        names = list(sig)
+        k = triton.compile(ASTSource(getattr(mod, kernel), sig,
+                                     constexprs={(names.index(n),): v for n, v in consts.items()},
+                                     attrs={(names.index(a),): [["tt.divisibility", 16]] for a in div}),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+        texts = {lv: k.asm[lv] for lv in ("ttir", "ttgir", "llir", "ptx") if lv in k.asm}
+        out[cid] = {"tma": oracle.scan_all(texts)[0], "ops": op_counts(k.asm["ttir"])}
+print(json.dumps(out))
+"""
+
+
+def _trace(tmp: Path, python: str, program: str) -> tuple[int, dict, Path | None]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(tmp / "bundles"), "--",
+                        python, str(PUBLIC / program)], cwd=ROOT, env=env, capture_output=True, text=True,
+                       check=False, timeout=900)
+    assert p.stdout.strip(), p.stderr[-3000:]
+    doc = json.loads(p.stdout)
+    if "bundle" not in doc:
+        return p.returncode, doc, None
+    with tarfile.open(doc["bundle"]) as tar:
+        tar.extractall(tmp / "unpacked", filter="data")
+    (root,) = (tmp / "unpacked").iterdir()
+    return p.returncode, doc, root
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory, interp_python):  # noqa: F811
+    """Every program traced once: program -> (exit code, JSON, unpacked bundle or None); and the
+    hand-written compiles' TMA and TTIR op counts by case."""
+    runs = {prog: _trace(tmp_path_factory.mktemp(prog.split(".")[0]), interp_python, prog) for prog in EXPECTED}
+    spec = tmp_path_factory.mktemp("hand") / "expected.json"
+    spec.write_text(json.dumps(EXPECTED))
+    p = subprocess.run([interp_python, "-c", _HAND_COMPILE, str(spec), str(PUBLIC), str(ROOT)], check=False,
+                       capture_output=True, text=True, timeout=900,
+                       env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    return runs, json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _ttir_ops(path: Path) -> dict:
+    import collections
+    import re
+
+    op = re.compile(r'^\s*(?:%[\w#:, %]+=\s*)?"?([a-z_]+\.[a-z_.]+)')
+    return dict(collections.Counter(m.group(1) for line in path.read_text().splitlines() if (m := op.match(line))))
+
+
+@pytest.mark.parametrize("program", [p for p, (_c, cases) in EXPECTED.items() if cases])
+def test_each_captured_kernel_is_the_hand_written_compile(program, traced):
+    runs, hand = traced
+    code, doc, root = runs[program]
+    want_code, cases = EXPECTED[program]
+    assert code == want_code, doc
+    plan, results = plan_cases(root), result_cases(root)
+    assert sorted(plan) == sorted(cases)
+    for cid, (kernel, sig, consts, div, warps, stages) in cases.items():
+        got = results[cid]
+        assert got["status"] == "ok", cid
+        call = got["call"]
+        assert call["kernel"] == kernel and plan[cid]["trace"]["spec"] == call, cid
+        assert call["signature"] == {n: t for n, t in sig.items() if t != _C}, cid
+        assert call["constexprs"] == consts, cid
+        assert sorted(call["divisibility"]) == sorted(div), cid
+        assert (call["options"]["num_warps"], call["options"]["num_stages"]) == (warps, stages), cid
+        assert (plan[cid]["num_warps"], plan[cid]["num_stages"]) == (warps, stages), cid
+        assert {lv: n for lv, n in got["tma"].items() if lv in hand[cid]["tma"]} == hand[cid]["tma"], cid
+        assert _ttir_ops(root / "cases" / cid / "kernel.ttir") == hand[cid]["ops"], cid
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["missed"] == [] and tj["interpreter"] is True
+
+
+def test_a_kernel_compiled_by_warmup_is_recorded_and_the_interpreters_limit_is_recorded(traced):
+    """fused_softmax.py compiles its kernel with `softmax_kernel.warmup(...)` and launches the
+    CompiledKernel itself: the specialisation is recorded from the warm-up (on a GPU too, where
+    the launch never passes through the JIT). Under the interpreter warmup returns None, so the
+    program fails right after: exit 6, the failure in trace.json, the kernel in the bundle."""
+    runs, _ = traced
+    code, doc, root = runs["fused_softmax.py"]
+    assert code == ProgramFailed.exit_code and doc["program"]["exit_code"] == 1
+    case = plan_cases(root)["softmax_kernel.1"]
+    assert case["trace"]["warmup"] is True and case["trace"]["launched"] is False
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["failed"] is True and "_init_handles" in tj["stderr_tail"]
+
+
+def test_a_cuda_only_program_is_refused_with_its_reason(traced):
+    runs, _ = traced
+    code, doc, root = runs["grouped_gemm.py"]
+    assert code == UsageError.exit_code and root is None
+    # the program's own last error line says why
+    assert doc["error"].endswith("exited 1 and launched no Triton kernel: "
+                                 "AssertionError: Torch not compiled with CUDA enabled"), doc["error"]
