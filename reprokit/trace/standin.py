@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import time
+import types
 
 from reprokit.harness import standin as harness_standin
 
@@ -99,4 +100,28 @@ def install(profile: dict) -> TraceDriver | None:
     drv.driver.set_active(stand_in)
     if hasattr(drv.driver, "_default"):  # 3.2+: `default` is a lazy property that would raise again
         drv.driver._default = stand_in
+    _torch_cuda_facts(profile)
     return stand_in
+
+
+def _torch_cuda_facts(profile: dict) -> None:
+    """torch.cuda's device questions answered for the profile, as the stand-in driver answers
+    Triton's. The stand-in says the target is CUDA, so programs take their CUDA branch, and
+    Triton's tutorials there ask torch for the SM count and capability
+    (`torch.cuda.get_device_properties("cuda").multi_processor_count`,
+    `torch.cuda.get_device_capability()[0] >= 9`), which a CPU torch refuses. Only those two
+    facts: `torch.cuda.is_available()` stays False, and CUDA tensors, streams and events still
+    fail (docs/trace.md)."""
+    try:
+        import torch
+    except ImportError:  # a program without torch asks torch nothing
+        return
+    if torch.cuda.is_available():
+        return
+    cap = int(profile.get("capability", 90))
+    props = types.SimpleNamespace(name=str(profile.get("name", "")), major=cap // 10, minor=cap % 10,
+                                  multi_processor_count=int(profile.get("sm_count", 1)),
+                                  total_memory=int(float(profile.get("memory_gib") or 0) * 2**30),
+                                  warp_size=32, shared_memory_per_block_optin=int(profile.get("smem_per_block", 0)))
+    torch.cuda.get_device_properties = lambda device=None: props
+    torch.cuda.get_device_capability = lambda device=None: (props.major, props.minor)

@@ -86,8 +86,15 @@ EXPECTED: dict = {
     "libdevice_asin.py": (ProgramFailed.exit_code, {
         "asin_kernel.1": ("asin_kernel", {"x_ptr": _F32, "y_ptr": _F32, "n_elements": "i32", "BLOCK_SIZE": _C},
                           {"BLOCK_SIZE": 1024}, ["x_ptr", "y_ptr"], 4, 3)}),
-    # asks torch.cuda for the SM count before any launch: a CUDA-only program
-    "grouped_gemm.py": (UsageError.exit_code, None),
+    # NUM_SM from torch.cuda.get_device_properties (the stand-in's: the h100 profile's 132 SMs);
+    # matrices as a tensor of int64 addresses; two configs tuned at group_size 2 (not divisible)
+    "grouped_gemm.py": (0, {
+        f"grouped_matmul_kernel.{i}": ("grouped_matmul_kernel", {
+            "group_a_ptrs": "*i64", "group_b_ptrs": "*i64", "group_c_ptrs": "*i64", "group_gemm_sizes": _I32,
+            "g_lds": _I32, "group_size": "i32", "NUM_SM": _C, "BLOCK_SIZE_M": _C, "BLOCK_SIZE_N": _C,
+            "BLOCK_SIZE_K": _C}, {"NUM_SM": sms, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32},
+            ["group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds"], 4, 3)
+        for i, sms in ((1, 4), (2, 132))}),
 }
 
 # Compiles EXPECTED's specialisations with triton.compile (3.6's ASTSource form) and prints, for
@@ -125,8 +132,6 @@ tmp = tempfile.mkdtemp()
 expected = json.loads(open(sys.argv[1]).read())
 out = {}
 for program, (_code, cases) in expected.items():
-    if not cases:
-        continue
     mod = jit_only(f"{sys.argv[2]}/{program}", tmp)
     for cid, (kernel, sig, consts, div, warps, stages) in cases.items():
         names = list(sig)
@@ -177,7 +182,7 @@ def _ttir_ops(path: Path) -> dict:
     return dict(collections.Counter(m.group(1) for line in path.read_text().splitlines() if (m := op.match(line))))
 
 
-@pytest.mark.parametrize("program", [p for p, (_c, cases) in EXPECTED.items() if cases])
+@pytest.mark.parametrize("program", list(EXPECTED))
 def test_each_captured_kernel_is_the_hand_written_compile(program, traced):
     runs, hand = traced
     code, doc, root = runs[program]
@@ -215,10 +220,20 @@ def test_a_kernel_compiled_by_warmup_is_recorded_and_the_interpreters_limit_is_r
     assert tj["failed"] is True and "_init_handles" in tj["stderr_tail"]
 
 
-def test_a_cuda_only_program_is_refused_with_its_reason(traced):
-    runs, _ = traced
-    code, doc, root = runs["grouped_gemm.py"]
+def test_a_cuda_only_program_is_refused_with_its_reason(tmp_path, interp_python):  # noqa: F811
+    code, doc, root = _trace(tmp_path, interp_python, "../cuda_only.py")
     assert code == UsageError.exit_code and root is None
     # the program's own last error line says why
     assert doc["error"].endswith("exited 1 and launched no Triton kernel: "
                                  "AssertionError: Torch not compiled with CUDA enabled"), doc["error"]
+
+
+def test_torch_cuda_device_facts_are_the_profiles_under_the_stand_in(traced):
+    """grouped_gemm.py takes NUM_SM from torch.cuda.get_device_properties("cuda"), which a CPU
+    torch refuses: the stand-in answers the profile's SM count, so the program runs to the end (and checks its results)."""
+    runs, _ = traced
+    code, doc, root = runs["grouped_gemm.py"]
+    assert code == 0, doc
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    (tuned,) = tj["autotune"]
+    assert [c["kwargs"]["NUM_SM"] for c in tuned["configs"]] == [4, 132]
