@@ -1,5 +1,6 @@
 """Triton's own public tutorials (tests/data/trace/public/: vector add, fused softmax, autotuned
-matmul, low-memory dropout, layer norm forward and backward, libdevice, grouped GEMM), traced
+matmul, low-memory dropout, layer norm forward and backward, libdevice, grouped GEMM) and
+kernels written the way Liger-Kernel writes them, traced
 once each under Triton 3.6's interpreter with the CPU torch, as a user would trace them.
 
 What each bundle must hold is written here by hand from the tutorial's own calls: the distinct
@@ -95,6 +96,21 @@ EXPECTED: dict = {
             "BLOCK_SIZE_K": _C}, {"NUM_SM": sms, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32},
             ["group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds"], 4, 3)
         for i, sms in ((1, 4), (2, 132))}),
+    # written after Liger-Kernel: n_cols a constexpr (100, then 2048 with 8 warps); RMSNorm in
+    # two casting modes (stride-1 rows folded to constants); a kernel nested in its launcher
+    "liger_style.py": (0, {
+        **{f"k_swiglu_forward_kernel.{i}": ("_swiglu_forward_kernel", {
+            "a_ptr": _F32, "b_ptr": _F32, "c_ptr": _F32, "stride": "i32", "n_cols": _C, "BLOCK_SIZE": _C},
+            {"n_cols": cols, "BLOCK_SIZE": block}, ["a_ptr", "b_ptr", "c_ptr", *extra], warps, 3)
+           for i, cols, block, extra, warps in ((1, 100, 128, [], 4), (2, 2048, 2048, ["stride"], 8))},
+        **{f"k_rms_norm_forward_kernel.{i}": ("_rms_norm_forward_kernel", {
+            "Y_ptr": _F32, "Y_row_stride": "i32", "X_ptr": _F32, "X_row_stride": "i32", "W_ptr": _F32,
+            "W_row_stride": _C, "RSTD_ptr": _F32, "RSTD_row_stride": _C, "n_cols": "i32", "eps": "fp32",
+            "offset": "fp32", "casting_mode": _C, "BLOCK_SIZE": _C},
+            {"W_row_stride": 1, "RSTD_row_stride": 1, "casting_mode": mode, "BLOCK_SIZE": 128},
+            ["Y_ptr", "X_ptr", "W_ptr", "RSTD_ptr"], 4, 3) for i, mode in ((1, 0), (2, 1))},
+        "kernel.1": ("kernel", {"Y": _F16, "X": _F32, "N": "i32", "BLOCK_SIZE": _C}, {"BLOCK_SIZE": 1024},
+                     ["Y", "X"], 4, 3)}),
 }
 
 # Compiles EXPECTED's specialisations with triton.compile (3.6's ASTSource form) and prints, for
@@ -109,12 +125,12 @@ from reprokit.harness import oracle
 
 def jit_only(path, tmp):
     # the program's imports and @triton.jit functions, autotune dropped: never its script part
+    # (and its module-level `NAME = tl.constexpr(...)` values; jit functions nested in a function too)
     tree = ast.parse(open(path).read())
-    keep = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            keep.append(node)
-        elif isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+    keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+            or isinstance(n, ast.Assign) and "constexpr(" in ast.unparse(n.value)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
             node.decorator_list = [d for d in node.decorator_list if "jit" in ast.unparse(d)]
             keep.append(node)
     out = f"{tmp}/{path.rsplit('/', 1)[-1]}"
@@ -128,6 +144,11 @@ OP = re.compile(r'^\s*(?:%[\w#:, %]+=\s*)?"?([a-z_]+\.[a-z_.]+)')
 def op_counts(ttir):
     return dict(collections.Counter(m.group(1) for line in ttir.splitlines() if (m := OP.match(line))))
 
+def func_line(ttir):
+    # the kernel's TTIR signature: argument types with their tt.divisibility attributes
+    line = next(ln for ln in ttir.splitlines() if "tt.func public" in ln)
+    return re.sub(r"\s*loc\([^()]*(\([^()]*\)[^()]*)*\)", "", line).strip()
+
 tmp = tempfile.mkdtemp()
 expected = json.loads(open(sys.argv[1]).read())
 out = {}
@@ -140,7 +161,8 @@ for program, (_code, cases) in expected.items():
                                      attrs={(names.index(a),): [["tt.divisibility", 16]] for a in div}),
                            target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
         texts = {lv: k.asm[lv] for lv in ("ttir", "ttgir", "llir", "ptx") if lv in k.asm}
-        out[cid] = {"tma": oracle.scan_all(texts)[0], "ops": op_counts(k.asm["ttir"])}
+        out[cid] = {"tma": oracle.scan_all(texts)[0], "ops": op_counts(k.asm["ttir"]),
+                    "func": func_line(k.asm["ttir"])}
 print(json.dumps(out))
 """
 
@@ -182,6 +204,13 @@ def _ttir_ops(path: Path) -> dict:
     return dict(collections.Counter(m.group(1) for line in path.read_text().splitlines() if (m := op.match(line))))
 
 
+def _func_line(ttir: str) -> str:
+    import re
+
+    line = next(ln for ln in ttir.splitlines() if "tt.func public" in ln)
+    return re.sub(r"\s*loc\([^()]*(\([^()]*\)[^()]*)*\)", "", line).strip()
+
+
 @pytest.mark.parametrize("program", list(EXPECTED))
 def test_each_captured_kernel_is_the_hand_written_compile(program, traced):
     runs, hand = traced
@@ -201,7 +230,9 @@ def test_each_captured_kernel_is_the_hand_written_compile(program, traced):
         assert (call["options"]["num_warps"], call["options"]["num_stages"]) == (warps, stages), cid
         assert (plan[cid]["num_warps"], plan[cid]["num_stages"]) == (warps, stages), cid
         assert {lv: n for lv, n in got["tma"].items() if lv in hand[cid]["tma"]} == hand[cid]["tma"], cid
-        assert _ttir_ops(root / "cases" / cid / "kernel.ttir") == hand[cid]["ops"], cid
+        ttir = root / "cases" / cid / "kernel.ttir"
+        assert _ttir_ops(ttir) == hand[cid]["ops"], cid
+        assert _func_line(ttir.read_text()) == hand[cid]["func"], cid
     tj = json.loads((root / "trace" / "trace.json").read_text())
     assert tj["missed"] == [] and tj["interpreter"] is True
 
