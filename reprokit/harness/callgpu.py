@@ -21,7 +21,7 @@ import pickle
 import traceback
 import zipfile
 
-from reprokit.harness import call, callcase, stats
+from reprokit.harness import call, callcase, stats, tmafill
 
 SEED = 0
 DETERMINISM_RUNS = 3
@@ -173,14 +173,27 @@ def _by_name(kept: dict, names) -> dict:
 
 
 def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs: int = DETERMINISM_RUNS,
-                     recorded=None):
+                     recorded=None, fill=None):
     """Launch the call once per run from the same inputs: (the bound call, its launch callable,
     the record: inputs, outputs and determinism). Inputs are the `recorded` ones
     (recorded_tensors) where kept, else made from `seed`; outputs are checked against the
-    recorded outputs where kept. Used on a GPU and, on the CPU, under the interpreter."""
-    b = call.bind(obj, case["call"], (case.get("autotune") or {}).get("config"),
-                  tensor=make_tensor_factory(torch, device, seed))
+    recorded outputs where kept. Used on a GPU and, on the CPU, under the interpreter.
+    3.0-3.3 host-filled descriptors (`trace.tma_fills`) are filled again over base tensors of
+    the replay's own, by `fill` (default: the release's own functions, harness/tmafill.py);
+    each base stands for its descriptor in the inputs and outputs."""
+    factory = make_tensor_factory(torch, device, seed)
+    b = call.bind(obj, case["call"], (case.get("autotune") or {}).get("config"), tensor=factory)
     tensors = _tensors(b.kwargs)
+    rebuilds = tmafill.plan(case)
+    if rebuilds:
+        if fill is None:
+            import triton
+
+            fill = tmafill.release_fill(triton)
+        for r in rebuilds:
+            tensors.pop(r.param, None)  # the 128 bytes: what the kernel reads through them is the base
+        tensors.update(tmafill.rebuild(torch, b.kwargs, rebuilds, factory, fill))
+        tensors = dict(sorted(tensors.items()))
     recorded = recorded or {"inputs": {}, "outputs": {}, "files": {}}
     names = getattr(b.jf, "arg_names", None) or list(b.kwargs)
     rin, rout = _by_name(recorded["inputs"], names), _by_name(recorded["outputs"], names)
@@ -262,7 +275,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     # the GPU parts (torch, NVML) load only in a case's process that launches.
     from reprokit.harness.toolbox import cubin_digest, load_kernel
 
-    why = host_filled_descriptors(case_dir)
+    why = host_filled_descriptors(case_dir, case)
     if why:
         return {"status": "not_launched", "reason": why}
     with suite_launch._gpu_lock():
@@ -297,18 +310,25 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     return out
 
 
-def host_filled_descriptors(case_dir: str):
+def host_filled_descriptors(case_dir: str, case=None):
     """Why the compiled case cannot be launched again, or None. 3.0-3.3's experimental TMA
     descriptors (`tt.experimental_descriptor_load`/`_store` in the TTIR) are 128-byte tensors
     that the program filled on the host (fill_1d/2d_tma_descriptor) with the global address of
     a tensor of its own: seeded bytes are no descriptor, and recorded bytes point into the traced
-    process's memory, so either launch would fault."""
+    process's memory, so either launch would fault. A trace that recorded the fills
+    (`trace.tma_fills`) covering every such argument is filled again by the replay instead."""
     path = os.path.join(case_dir, "kernel.ttir")
     if not os.path.exists(path):
         return None
     with open(path, encoding="utf-8", errors="replace") as f:
         if "experimental_descriptor_" not in f.read():
             return None
+    if case is not None and (case.get("trace") or {}).get("tma_fills"):
+        left = tmafill.unfilled(case)
+        if not left:
+            return None
+        return (f"no recorded fill for the host-filled TMA descriptor argument(s) {', '.join(left)} "
+                "(3.0-3.3 experimental descriptors): a replay has no valid descriptor to launch them with")
     return ("its TMA descriptors are host-filled bytes (3.0-3.3 experimental descriptors) holding addresses "
             "of the traced process: a replay has no valid descriptor to launch with")
 

@@ -69,6 +69,8 @@ def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) ->
                  "left_out": list(s.get("skipped_names") or []), "spec": s["spec"]}
         if s.get("warmup"):  # first compiled by `kernel.warmup(...)`, not by a launch through the JIT
             trace["warmup"] = True
+        if s.get("tma_fills"):  # 3.0-3.3 host-filled descriptors: how to fill them again (harness/tmafill.py)
+            trace["tma_fills"] = s["tma_fills"]
         if s.get("autotune"):
             trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
         cases.append({

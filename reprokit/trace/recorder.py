@@ -78,6 +78,11 @@ def install() -> None:
 
         autotuner.do_bench = OrdinalBench()
     _wrap_autotuner(autotuner.Autotuner)
+    # inside the traced program: loaded once its Triton is, and only what the hook needs.
+    from reprokit.trace import tmafill
+
+    _STATE["tmafill"] = tmafill
+    _STATE["tma_wrapped"] = tmafill.install(_tensor)  # 3.0-3.3's host-filled descriptors (none on 3.4+)
 
 
 def _version(dist: str):
@@ -267,9 +272,16 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
         if fast is not None:
             _STATE["fast"][fast] = entry
         tuning = _TUNING.stack[-1] if getattr(_TUNING, "stack", None) else None
-        _event({"type": "spec", "n": n, "kernel": k["fn"].__name__, "file": k["file"], "source": k["source"],
-                "skipped_names": k["skipped"], "call": the_call, "spec": spec, "warmup": warmup,
-                "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}})
+        rec = {"type": "spec", "n": n, "kernel": k["fn"].__name__, "file": k["file"], "source": k["source"],
+               "skipped_names": k["skipped"], "call": the_call, "spec": spec, "warmup": warmup,
+               "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}}
+        tmafill = _STATE.get("tmafill")
+        if tmafill is not None and tmafill.has_fills():
+            # arguments that are bytes a recorded fill wrote: the fill, so a replay fills them again
+            fills, entry["bases"] = tmafill.match(bound)
+            if fills:
+                rec["tma_fills"] = fills
+        _event(rec)
         return entry
 
 
@@ -348,6 +360,7 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
 
     each, total = _CAPS[_STATE["tensors"]]
     tensors = _tensors(args, kwargs, names)
+    tensors.update(entry.get("bases") or {})  # a host-filled descriptor by the tensor it points into
     if when == "outputs" and any(t.is_cuda for t in tensors.values()):
         torch.cuda.synchronize()
     kept, left, used = {}, [], 0

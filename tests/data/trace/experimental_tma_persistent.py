@@ -4,8 +4,12 @@ are copied to the GPU; the kernel takes their addresses) and `tl._experimental_d
 `_store`, beside a TMA copy through the same descriptors. Checked against torch.
 
 A GPU only, on Triton 3.0-3.3: the fill is a CUDA driver call and the interpreter has no
-experimental descriptor ops (docs/trace.md). Usage: experimental_tma_persistent.py
+experimental descriptor ops (docs/trace.md). Usage: experimental_tma_persistent.py [--tiny]
+(--tiny: 256-sized shapes, for a trace that keeps its tensors)
 """
+
+import sys
+
 
 import numpy as np
 import torch
@@ -116,12 +120,13 @@ def copy(x, block=(128, 128)):
 
 def main() -> None:
     torch.manual_seed(0)
-    for m in (4096, 2048):
-        a = torch.randn((m, 4096), device="cuda", dtype=torch.float16)
-        b = torch.randn((4096, 4096), device="cuda", dtype=torch.float16)
+    n = 256 if "--tiny" in sys.argv[1:] else 4096
+    for m in (n, n // 2):
+        a = torch.randn((m, n), device="cuda", dtype=torch.float16)
+        b = torch.randn((n, n), device="cuda", dtype=torch.float16)
         c = matmul_tma_persistent(a, b)
         torch.testing.assert_close(c.float(), a.float() @ b.float().T, rtol=1e-2, atol=1.0)
-    x = torch.randn((4096, 4096), device="cuda", dtype=torch.float16)
+    x = torch.randn((n, n), device="cuda", dtype=torch.float16)
     assert torch.equal(copy(x), x)
     torch.cuda.synchronize()
     print("experimental_tma_persistent: matmul and copy match torch")

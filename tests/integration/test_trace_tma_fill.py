@@ -1,0 +1,144 @@
+"""3.0-era host-filled TMA descriptors on a CPU: the recorder's wrapping of Triton 3.0.0's own
+`CudaUtils` fill functions (only the compiled driver module they come from is stood in: the fill
+is a CUDA driver call), the fill records it writes, the plan's schema, and the replay's rebuild
+(which base tensor, dims, block; real torch, the fill stood in where it needs the driver).
+
+The interpreter cannot run experimental descriptor ops, so the kernels' launches fail after the
+recorder has seen them (docs/trace.md); a GPU replay is checked on the H100 (docs/trace.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reprokit.bundle.schemas import validator
+from reprokit.config import load_config
+from reprokit.errors import ExecutorError
+from reprokit.harness import tmafill
+from reprokit.trace import plan as trace_plan
+from reprokit.trace.program import parse
+from tests.conftest import skip_or_fail_triton
+from tests.helpers.interp import interpreter_python
+from tests.helpers.runs import host
+
+pytestmark = pytest.mark.triton
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "data" / "trace" / "experimental_fill_standin.py"
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """The program run under the recorder in a Triton 3.0.0 + CPU torch venv: (python, plan)."""
+    try:
+        python = str(interpreter_python(host(), "3.0.0"))
+    except ExecutorError as e:
+        skip_or_fail_triton(str(e))
+    out = tmp_path_factory.mktemp("trace")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROKIT_", "TRITON_"))}
+    env.update(REPROKIT_TRACE_DIR=str(out), REPROKIT_TRACE_PROFILE=json.dumps({"capability": 90}),
+               TRITON_INTERPRET="1", PYTHONPATH=f"{ROOT / 'reprokit' / 'trace' / 'boot'}{os.pathsep}{ROOT}")
+    p = subprocess.run([python, str(PROGRAM)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+                       check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    run = parse(out, p.returncode, 0.0, "")
+    profile = load_config().gpu("h100")
+    return python, trace_plan.build(run, profile, {"name": "t", "triton": "3.0.0", "python": "3.11"})
+
+
+def _fill(rank, dims, block, esize, base, **extra):
+    return {"api": f"driver.active.utils.fill_{rank}d_tma_descriptor", "rank": rank, "dims": dims, "block": block,
+            "element_size": esize, "base": base, "offset": 0, "base_found": True, **extra}
+
+
+def test_each_fill_is_recorded_by_the_argument_it_became(traced):
+    _, plan = traced
+    fills = {c["id"]: c["trace"].get("tma_fills") for c in plan["cases"]}
+    x = {"tensor": [256, 128], "dtype": "float16", "strides": [128, 1], "align": 16}
+    view = {"tensor": [32, 128], "dtype": "float16", "strides": [256, 1], "align": 16}  # big[32:, 128:]
+    v = {"tensor": [512], "dtype": "float32", "strides": [1], "align": 16}
+    assert fills == {
+        "tma_copy.1": {"in_desc_ptr": _fill(2, [256, 128], [128, 128], 2, x),
+                       "out_desc_ptr": _fill(2, [256, 128], [128, 128], 2, x)},
+        "tma_copy.2": {"in_desc_ptr": _fill(2, [32, 128], [32, 128], 2, view),
+                       "out_desc_ptr": _fill(2, [32, 128], [32, 128], 2, view, shares="in_desc_ptr")},
+        "scale_rows.1": {"desc_1d": _fill(1, [512], [128], 4, v, shares="x_ptr")},
+    }
+    # the arguments themselves are what the JIT saw: 128-byte int8 tensors
+    assert plan["cases"][0]["call"]["args"]["in_desc_ptr"] == {"tensor": [128], "dtype": "int8", "strides": [1],
+                                                             "align": 16}
+    errors = sorted(e.message for e in validator("plan.json").iter_errors(plan))
+    assert errors == []
+    bad = json.loads(json.dumps(plan))
+    bad["cases"][0]["trace"]["tma_fills"]["in_desc_ptr"]["rank"] = 3
+    assert list(validator("plan.json").iter_errors(bad))
+
+
+def test_the_rebuild_plan_names_each_base_dims_and_block(traced):
+    _, plan = traced
+    by_id = {c["id"]: c for c in plan["cases"]}
+    rebuilds = tmafill.plan(by_id["tma_copy.2"])
+    assert [(r.param, r.shares, r.dims, r.block, r.element_size, r.base["strides"]) for r in rebuilds] == [
+        ("in_desc_ptr", None, (32, 128), (32, 128), 2, [256, 1]),
+        ("out_desc_ptr", "in_desc_ptr", (32, 128), (32, 128), 2, [256, 1])]
+    assert [(r.param, r.shares, r.rank) for r in tmafill.plan(by_id["scale_rows.1"])] == [("desc_1d", "x_ptr", 1)]
+    assert all(tmafill.unfilled(c) == [] for c in plan["cases"])
+
+
+REBUILD = r"""
+import json, struct, sys
+import torch
+from reprokit.harness import tmafill
+from reprokit.harness.callgpu import make_tensor_factory
+
+def one(case):
+    make = make_tensor_factory(torch, "cpu", 0)
+    kwargs = {n: (make(a) if isinstance(a, dict) and "tensor" in a else a) for n, a in case["call"]["args"].items()}
+    calls = []
+
+    def fill(r, address):  # the driver's part: write what a CUtensorMap holds (address, dims, box, size)
+        calls.append(r.param)
+        return struct.pack("<Q5q" if r.rank == 2 else "<Q3q", address, *r.dims, *r.block, r.element_size).ljust(128, b"\0")
+
+    bases = tmafill.rebuild(torch, kwargs, tmafill.plan(case), make, fill)
+    out = {"calls": calls, "bases": {}, "descs": {}}
+    for name, t in bases.items():
+        out["bases"][name] = {"shape": list(t.shape), "dtype": str(t.dtype), "strides": list(t.stride()),
+                              "ptr_mod16": t.data_ptr() % 16}
+    for r in tmafill.plan(case):
+        raw = bytes(kwargs[r.param].numpy().tobytes())
+        addr, *rest = struct.unpack("<Q5q" if r.rank == 2 else "<Q3q", raw[:8 + 8 * (2 * r.rank + 1)])
+        descs = {q.param for q in tmafill.plan(case)}
+        tensors = {**{k: v for k, v in kwargs.items() if hasattr(v, "data_ptr") and k not in descs}, **bases}
+        base_of = [n for n, t in tensors.items() if t.data_ptr() == addr]
+        out["descs"][r.param] = {"points_into": sorted(base_of), "rest": rest}
+    return out
+
+
+print(json.dumps({c["id"]: one(c) for c in json.loads(sys.stdin.read())}))
+"""
+
+
+def test_the_replay_fills_each_descriptor_over_its_own_base(traced):
+    python, plan = traced
+    p = subprocess.run([python, "-c", REBUILD], input=json.dumps(plan["cases"]), cwd=ROOT, capture_output=True,
+                       text=True, timeout=120, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    results = json.loads(p.stdout)
+    copy2 = results["tma_copy.2"]
+    assert copy2["bases"] == {"in_desc_ptr": {"shape": [32, 128], "dtype": "torch.float16", "strides": [256, 1],
+                                              "ptr_mod16": 0}}
+    # in place: both descriptors point at the one base the replay made
+    assert copy2["descs"] == {"in_desc_ptr": {"points_into": ["in_desc_ptr"], "rest": [32, 128, 32, 128, 2]},
+                              "out_desc_ptr": {"points_into": ["in_desc_ptr"], "rest": [32, 128, 32, 128, 2]}}
+    copy1 = results["tma_copy.1"]
+    assert sorted(copy1["bases"]) == ["in_desc_ptr", "out_desc_ptr"]
+    assert copy1["descs"]["out_desc_ptr"]["points_into"] == ["out_desc_ptr"]
+    scale = results["scale_rows.1"]
+    assert scale["bases"] == {}  # its base is the kernel's own x_ptr argument
+    assert scale["descs"] == {"desc_1d": {"points_into": ["x_ptr"], "rest": [512, 128, 4]}}
+    assert scale["calls"] == ["desc_1d"]
