@@ -82,7 +82,7 @@ def install() -> None:
     from reprokit.trace import tmafill
 
     _STATE["tmafill"] = tmafill
-    _STATE["tma_wrapped"] = tmafill.install(_tensor)  # 3.0-3.3's host-filled descriptors (none on 3.4+)
+    tmafill.install(_tensor)  # 3.0-3.3's host-filled descriptors (none on 3.4+)
 
 
 def _version(dist: str):
