@@ -10,7 +10,8 @@ and the element size. A launch argument is matched to a fill by its bytes (the p
 the filled buffer to the GPU, so identity is lost; the bytes are not).
 
 What is wrapped is probed, not read from the version: the NVIDIA backend's `CudaUtils.__init__`
-(where 3.0-3.3 set the fill functions from their compiled module; 3.4+ have none) and the tools
+(where 3.0-3.3 set the fill functions from their compiled module; 3.4+ have none), in the
+module the active driver really uses and the tools
 module's `create_*` functions where the release has that module.
 """
 
@@ -32,14 +33,10 @@ _BY_SIZE = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}
 def install(describe_tensor) -> list:
     """Wrap what this release has; returns the names wrapped (for the start record)."""
     wrapped = []
-    try:
-        from triton.backends.nvidia import driver as nvdriver
-    except ImportError:
-        return wrapped
-    utils = getattr(nvdriver, "CudaUtils", None)
-    if utils is not None and not getattr(utils.__init__, "_reprokit_wrapped", False):
-        _wrap_utils_class(utils, describe_tensor)
-        wrapped.append("CudaUtils.fill_*_tma_descriptor")
+    for utils in utils_classes():
+        if not getattr(utils.__init__, "_reprokit_wrapped", False):
+            _wrap_utils_class(utils, describe_tensor)
+            wrapped.append("CudaUtils.fill_*_tma_descriptor")
     if importlib.util.find_spec("triton.tools.experimental_descriptor") is not None:
         # 3.2-3.3: the public helpers (importing it imports torch, which such programs use anyway)
         from triton.tools import experimental_descriptor as tools
@@ -50,6 +47,29 @@ def install(describe_tensor) -> list:
                 setattr(tools, name, _wrap_create(fn, name))
                 wrapped.append(f"experimental_descriptor.{name}")
     return wrapped
+
+
+def utils_classes() -> list:
+    """The NVIDIA backend's CudaUtils classes: the one `driver.active.utils` is made from lives in
+    a module that triton.backends loads from its file under another name (not
+    `triton.backends.nvidia.driver`, which, when imported, is a second copy): both are wrapped."""
+    import triton.backends
+
+    out = []
+    nvidia = (getattr(triton.backends, "backends", None) or {}).get("nvidia")
+    driver_cls = getattr(nvidia, "driver", None)
+    init = getattr(driver_cls, "__init__", None)
+    cls = (getattr(init, "__globals__", None) or {}).get("CudaUtils")
+    if isinstance(cls, type):
+        out.append(cls)
+    try:
+        from triton.backends.nvidia import driver as module
+    except ImportError:
+        return out
+    cls = getattr(module, "CudaUtils", None)
+    if isinstance(cls, type) and cls not in out:
+        out.append(cls)
+    return out
 
 
 def _wrap_utils_class(cls, describe_tensor) -> None:

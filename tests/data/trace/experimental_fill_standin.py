@@ -1,5 +1,5 @@
-"""A 3.0-era descriptor program for a CPU host: Triton's own `CudaUtils` (3.0-3.3) with only its
-compiled driver module stood in (the fill is a CUDA driver call), so the descriptor fills run
+"""A 3.0-era descriptor program for a CPU host: Triton's own `CudaUtils` (3.0-3.3), the class
+`driver.active.utils` is made from on a GPU, with only its compiled driver module stood in (the fill is a CUDA driver call), so the descriptor fills run
 through the same object and attributes as on a GPU. The stand-in writes the fill's arguments
 into the 128 bytes, as a CUtensorMap holds its address, dims and box.
 
@@ -12,6 +12,7 @@ import types
 
 import torch
 import triton
+import triton.backends
 import triton.language as tl
 from triton.backends.nvidia import driver as nvdriver
 
@@ -37,8 +38,12 @@ def _stand_in_module(src, name):
                                  fill_2d_tma_descriptor=_fill(2))
 
 
-nvdriver.compile_module_from_src = _stand_in_module
-utils = nvdriver.CudaUtils()
+# The module the active driver is made from (triton.backends loads it from its file under the name
+# "nvidia", apart from triton.backends.nvidia.driver): its CudaUtils is what driver.active.utils is.
+backend = triton.backends.backends["nvidia"].driver.__init__.__globals__
+backend["compile_module_from_src"] = _stand_in_module
+utils = backend["CudaUtils"]()
+assert type(utils) is not nvdriver.CudaUtils  # the copy, not the importable module's class
 
 
 @triton.jit
