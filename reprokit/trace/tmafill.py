@@ -55,7 +55,7 @@ def utils_classes() -> list:
     `triton.backends.nvidia.driver`, which, when imported, is a second copy): both are wrapped."""
     import triton.backends
 
-    out = []
+    out: list = []
     nvidia = (getattr(triton.backends, "backends", None) or {}).get("nvidia")
     driver_cls = getattr(nvidia, "driver", None)
     init = getattr(driver_cls, "__init__", None)
@@ -72,7 +72,7 @@ def utils_classes() -> list:
     return out
 
 
-def _wrap_utils_class(cls, describe_tensor) -> None:
+def _wrap_utils_class(cls, describe_tensor):
     original = cls.__init__
 
     def __init__(self, *args, **kwargs):
@@ -94,10 +94,10 @@ def _wrap_instance(utils, describe_tensor) -> None:
             setattr(utils, name, _wrap_fill(fn, rank, f"driver.active.utils.{name}", describe_tensor))
 
 
-_CREATING = []  # the create_* call a fill runs under, if any (its name is the record's api)
+_CREATING: list = []  # the create_* call a fill runs under, if any (its name is the record's api)
 
 
-def _wrap_create(fn, name: str):
+def _wrap_create(fn, name):
     def create(*args, **kwargs):
         _CREATING.append(f"triton.tools.experimental_descriptor.{name}")
         try:
@@ -106,11 +106,10 @@ def _wrap_create(fn, name: str):
             _CREATING.pop()
 
     create._reprokit_wrapped = True
-    create.__wrapped__ = fn
     return create
 
 
-def _wrap_fill(fn, rank: int, api: str, describe_tensor):
+def _wrap_fill(fn, rank, api, describe_tensor):
     def fill(*args):
         result = fn(*args)
         try:
@@ -120,7 +119,6 @@ def _wrap_fill(fn, rank: int, api: str, describe_tensor):
         return result
 
     fill._reprokit_wrapped = True
-    fill.__wrapped__ = fn
     return fill
 
 
@@ -152,7 +150,8 @@ def read_buffer(buf) -> bytes:
 
 
 def _dense(dims: list) -> list:
-    out, acc = [], 1
+    out: list = []
+    acc = 1
     for n in reversed(dims):
         out.insert(0, acc)
         acc *= max(n, 1)
@@ -198,7 +197,9 @@ def match(bound: dict) -> tuple[dict, dict]:
     """For a launch's bound arguments: ({param: fill record}, {param: base tensor}) of those that
     are bytes a recorded fill wrote. Two fills over one tensor, or a fill over a tensor the kernel
     also takes as an argument, say so (`shares`: that parameter), so the replay uses one tensor."""
-    records, bases, seen_ptrs = {}, {}, {}
+    records: dict = {}
+    bases: dict = {}
+    seen_ptrs: dict = {}
     for name, v in bound.items():
         if hasattr(v, "data_ptr") and hasattr(v, "stride") and not _maybe_descriptor(v):
             seen_ptrs.setdefault(int(v.data_ptr()), name)

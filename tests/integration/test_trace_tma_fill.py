@@ -142,3 +142,57 @@ def test_the_replay_fills_each_descriptor_over_its_own_base(traced):
     assert scale["bases"] == {}  # its base is the kernel's own x_ptr argument
     assert scale["descs"] == {"desc_1d": {"points_into": ["x_ptr"], "rest": [512, 128, 4]}}
     assert scale["calls"] == ["desc_1d"]
+
+
+# In the 3.3.1 interpreter venv: the traced case through the harness's GPU path on the CPU
+# (callgpu.launch_and_check, device "cpu"), its descriptors filled again by the driver's part
+# stood in as the program's own stand-in writes them (address first).
+_REPLAY = r"""
+import json, struct, sys
+import torch
+from reprokit.harness import callcase, callgpu, standin
+from reprokit.harness.toolbox import load_kernel
+root, case = sys.argv[1], json.loads(sys.stdin.read())
+standin.install_driver({"capability": 90}, torch_device="cpu")
+
+def fill(r, address):
+    return struct.pack("<Q3q", address, *r.dims, *r.block, r.element_size).ljust(128, b"\0")
+
+obj = load_kernel(root + "/trace/kernels", *callcase.kernel_ref(case))
+b, _, rec = callgpu.launch_and_check(torch, obj, case, "cpu", recorded=callgpu.recorded_tensors(torch, root, case),
+                                     fill=fill)
+print(json.dumps({"status": callgpu.status_of(rec), "inputs": rec["inputs"]["tensors"],
+                  "outputs": {n: o.get("reference", {}).get("match") for n, o in rec["outputs"].items()},
+                  "deterministic": rec["determinism"]["deterministic"]}))
+"""
+
+
+def test_a_replay_launches_through_descriptors_filled_over_its_own_tensors(tmp_path):
+    """The program runs its kernel through the filled bytes (y = 2x); the replay, from the kept
+    tensors, fills the descriptors over tensors of its own and gives the program's output to the
+    bit: the kernel writes only where the bytes point, so `out_desc` (its base, y) being exact says
+    the rebuilt descriptors point at the replay's tensors."""
+    try:
+        python = str(interpreter_python(host(), "3.3.1"))
+    except ExecutorError as e:
+        skip_or_fail_triton(str(e))
+    out = tmp_path / "trace"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROKIT_", "TRITON_"))}
+    env.update(REPROKIT_TRACE_DIR=str(out), REPROKIT_TRACE_PROFILE=json.dumps({"capability": 90}),
+               REPROKIT_TRACE_TENSORS="small", TRITON_INTERPRET="1",
+               PYTHONPATH=f"{ROOT / 'reprokit' / 'trace' / 'boot'}{os.pathsep}{ROOT}")
+    p = subprocess.run([python, str(PROGRAM.with_name("descriptor_address_standin.py"))], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0 and "y == 2x" in p.stdout, p.stderr[-2000:]
+    plan = trace_plan.build(parse(out, 0, 0.0, ""), load_config().gpu("h100"), {"name": "t", "triton": "3.3.1"})
+    (case,) = plan["cases"]
+    x = {"tensor": [300], "dtype": "float16", "strides": [1], "align": 16}
+    assert case["trace"]["tma_fills"] == {"in_desc": _fill(1, [300], [128], 2, x),
+                                          "out_desc": _fill(1, [300], [128], 2, x)}
+    r = subprocess.run([python, "-c", _REPLAY, str(tmp_path)], input=json.dumps(case), cwd=ROOT,
+                       capture_output=True, text=True, timeout=120, check=False,
+                       env={**env, "PYTHONPATH": str(ROOT), "REPROKIT_TRACE_DIR": ""})
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert got == {"status": "ok", "inputs": {"in_desc": "recorded", "out_desc": "recorded"},
+                   "outputs": {"out_desc": "exact"}, "deterministic": True}
