@@ -278,7 +278,9 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
         tmafill = _STATE.get("tmafill")
         if tmafill is not None and tmafill.has_fills():
             # arguments that are bytes a recorded fill wrote: the fill, so a replay fills them again
-            fills, entry["bases"] = tmafill.match(bound)
+            fills, bases = tmafill.match(bound)
+            if entry["save"]:  # held only until the first launch's tensors are kept
+                entry["bases"] = bases
             if fills:
                 rec["tma_fills"] = fills
         _event(rec)
@@ -378,6 +380,7 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
             "kept": sorted(kept), "over_cap": sorted(left)})
     if when == "outputs":
         entry["save"] = False
+        entry.pop("bases", None)
 
 
 def _tensors(args: tuple, kwargs: dict, names=()) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import sys
+import threading
 import weakref
 from collections import OrderedDict
 
@@ -94,16 +95,23 @@ def _wrap_instance(utils, describe_tensor) -> None:
             setattr(utils, name, _wrap_fill(fn, rank, f"driver.active.utils.{name}", describe_tensor))
 
 
-_CREATING: list = []  # the create_* call a fill runs under, if any (its name is the record's api)
+_CREATING = threading.local()  # per thread: the create_* call a fill runs under (its name is the record's api)
+
+
+def _creating() -> list:
+    stack = getattr(_CREATING, "stack", None)
+    if stack is None:
+        stack = _CREATING.stack = []
+    return stack
 
 
 def _wrap_create(fn, name):
     def create(*args, **kwargs):
-        _CREATING.append(f"triton.tools.experimental_descriptor.{name}")
+        _creating().append(f"triton.tools.experimental_descriptor.{name}")
         try:
             return fn(*args, **kwargs)
         finally:
-            _CREATING.pop()
+            _creating().pop()
 
     create._reprokit_wrapped = True
     return create
@@ -113,7 +121,8 @@ def _wrap_fill(fn, rank, api, describe_tensor):
     def fill(*args):
         result = fn(*args)
         try:
-            remember(rank, args, _CREATING[-1] if _CREATING else api, describe_tensor, sys._getframe(1))
+            stack = _creating()
+            remember(rank, args, stack[-1] if stack else api, describe_tensor, sys._getframe(1))
         except (TypeError, ValueError, OverflowError):  # not the arguments a fill takes: the fill ran, no record
             pass
         return result
