@@ -3,8 +3,10 @@
 is a CUDA driver call), the fill records it writes, the plan's schema, and the replay's rebuild
 (which base tensor, dims, block; real torch, the fill stood in where it needs the driver).
 
-The interpreter cannot run experimental descriptor ops, so the kernels' launches fail after the
-recorder has seen them (docs/trace.md); a GPU replay is checked on the H100 (docs/trace.md).
+The interpreter cannot run experimental descriptor ops, so the 3.0 kernels' launches fail after
+the recorder has seen them (docs/trace.md). Under 3.3.1's interpreter, a kernel that reads its
+address from the descriptor bytes is traced (filled by the driver's fill and by the tools
+module's real create_1d_tma_descriptor) and replayed through the harness's launch path.
 """
 
 from __future__ import annotations
@@ -144,34 +146,39 @@ def test_the_replay_fills_each_descriptor_over_its_own_base(traced):
     assert scale["calls"] == ["desc_1d"]
 
 
-# In the 3.3.1 interpreter venv: the traced case through the harness's GPU path on the CPU
-# (callgpu.launch_and_check, device "cpu"), its descriptors filled again by the driver's part
-# stood in as the program's own stand-in writes them (address first).
+# In the 3.3.1 interpreter venv: each traced case through the harness's GPU path on the CPU
+# (callgpu.launch_and_check, device "cpu"), its descriptors filled again by the release's own
+# functions (harness/tmafill.release_fill: the driver's fill, or the tools module's create_*),
+# whose driver part is the program's stand-in (the backend's CudaUtils, its compiled module stood in).
 _REPLAY = r"""
-import json, struct, sys
+import json, sys
 import torch
+import triton
 from reprokit.harness import callcase, callgpu, standin
 from reprokit.harness.toolbox import load_kernel
-root, case = sys.argv[1], json.loads(sys.stdin.read())
+root, data, cases = sys.argv[1], sys.argv[2], json.loads(sys.stdin.read())
 standin.install_driver({"capability": 90}, torch_device="cpu")
-
-def fill(r, address):
-    return struct.pack("<Q3q", address, *r.dims, *r.block, r.element_size).ljust(128, b"\0")
-
-obj = load_kernel(root + "/trace/kernels", *callcase.kernel_ref(case))
-b, _, rec = callgpu.launch_and_check(torch, obj, case, "cpu", recorded=callgpu.recorded_tensors(torch, root, case),
-                                     fill=fill)
-print(json.dumps({"status": callgpu.status_of(rec), "inputs": rec["inputs"]["tensors"],
-                  "outputs": {n: o.get("reference", {}).get("match") for n, o in rec["outputs"].items()},
-                  "deterministic": rec["determinism"]["deterministic"]}))
+sys.path.insert(0, data)
+import descriptor_address_standin as program  # its module level: the backend's CudaUtils, fills stood in
+triton.runtime.driver.active.utils = program.utils
+out = {}
+for case in cases:
+    obj = load_kernel(root + "/trace/kernels", *callcase.kernel_ref(case))
+    b, _, rec = callgpu.launch_and_check(torch, obj, case, "cpu",
+                                         recorded=callgpu.recorded_tensors(torch, root, case))
+    out[case["id"]] = {"status": callgpu.status_of(rec), "inputs": rec["inputs"]["tensors"],
+                       "outputs": {n: o.get("reference", {}).get("match") for n, o in rec["outputs"].items()},
+                       "deterministic": rec["determinism"]["deterministic"]}
+print(json.dumps(out))
 """
 
 
 def test_a_replay_launches_through_descriptors_filled_over_its_own_tensors(tmp_path):
-    """The program runs its kernel through the filled bytes (y = 2x); the replay, from the kept
-    tensors, fills the descriptors over tensors of its own and gives the program's output to the
-    bit: the kernel writes only where the bytes point, so `out_desc` (its base, y) being exact says
-    the rebuilt descriptors point at the replay's tensors."""
+    """The program runs its kernel through the filled bytes (y = 2x), filled by the driver's fill
+    and by the tools module's create_1d_tma_descriptor; the replay, from the kept tensors, fills
+    the descriptors again over tensors of its own by the same functions and gives the program's
+    output to the bit: the kernel writes only where the bytes point, so `out_desc` (its base)
+    being exact says the rebuilt descriptors point at the replay's tensors."""
     try:
         python = str(interpreter_python(host(), "3.3.1"))
     except ExecutorError as e:
@@ -185,14 +192,17 @@ def test_a_replay_launches_through_descriptors_filled_over_its_own_tensors(tmp_p
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0 and "y == 2x" in p.stdout, p.stderr[-2000:]
     plan = trace_plan.build(parse(out, 0, 0.0, ""), load_config().gpu("h100"), {"name": "t", "triton": "3.3.1"})
-    (case,) = plan["cases"]
     x = {"tensor": [300], "dtype": "float16", "strides": [1], "align": 16}
-    assert case["trace"]["tma_fills"] == {"in_desc": _fill(1, [300], [128], 2, x),
-                                          "out_desc": _fill(1, [300], [128], 2, x)}
-    r = subprocess.run([python, "-c", _REPLAY, str(tmp_path)], input=json.dumps(case), cwd=ROOT,
-                       capture_output=True, text=True, timeout=120, check=False,
+    create = {"api": "triton.tools.experimental_descriptor.create_1d_tma_descriptor"}
+    assert {c["id"]: c["trace"]["tma_fills"] for c in plan["cases"]} == {
+        "desc_scale.1": {"in_desc": _fill(1, [300], [128], 2, x), "out_desc": _fill(1, [300], [128], 2, x)},
+        "desc_scale.2": {"in_desc": {**_fill(1, [300], [64], 2, x), **create},
+                         "out_desc": {**_fill(1, [300], [64], 2, x), **create}}}
+    assert list(validator("plan.json").iter_errors(plan)) == []
+    r = subprocess.run([python, "-c", _REPLAY, str(tmp_path), str(PROGRAM.parent)], input=json.dumps(plan["cases"]),
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
                        env={**env, "PYTHONPATH": str(ROOT), "REPROKIT_TRACE_DIR": ""})
     assert r.returncode == 0, r.stderr[-2000:]
-    got = json.loads(r.stdout)
-    assert got == {"status": "ok", "inputs": {"in_desc": "recorded", "out_desc": "recorded"},
-                   "outputs": {"out_desc": "exact"}, "deterministic": True}
+    launched = {"status": "ok", "inputs": {"in_desc": "recorded", "out_desc": "recorded"},
+                "outputs": {"out_desc": "exact"}, "deterministic": True}
+    assert json.loads(r.stdout) == {"desc_scale.1": launched, "desc_scale.2": launched}

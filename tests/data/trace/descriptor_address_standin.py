@@ -48,6 +48,18 @@ def main() -> None:
     y = torch.zeros_like(x)
     desc_scale[(3,)](descriptor(x, 128), descriptor(y, 128), x.numel(), BLOCK=128)
     assert torch.equal(y, x * 2)
+    try:  # 3.2-3.3: the public helpers, which fill through driver.active.utils
+        from triton.tools import experimental_descriptor as tools
+    except ImportError:
+        tools = None
+    if tools is not None:
+        triton.runtime.driver.active.utils = utils  # the interpreter's driver, with the backend's fills
+        z = torch.zeros_like(x)
+        descs = [tools.create_1d_tma_descriptor(t.data_ptr(), t.numel(), 64, t.element_size()) for t in (x, z)]
+        as_bytes = [torch.frombuffer(bytearray(ctypes.string_at(d.tma_desc_cpu_ptr(), 128)), dtype=torch.int8)
+                    for d in descs]
+        desc_scale[(5,)](*as_bytes, x.numel(), BLOCK=64)
+        assert torch.equal(z, x * 2)
     print("descriptor_address_standin: y == 2x")
 
 
