@@ -41,16 +41,21 @@ EXPECTED: dict = {
         "add_kernel.2": ("add_kernel", {"x_ptr": _F32, "y_ptr": _F32, "output_ptr": _F32, "n_elements": "i32",
                                         "BLOCK_SIZE": _C}, {"BLOCK_SIZE": 1024},
                          ["x_ptr", "y_ptr", "output_ptr", "n_elements"], 4, 3)}),
-    # two configs tuned at (64, 32, 64); the leaky_relu call reuses the first (same key)
+    # two configs tuned at (64, 32, 64); the leaky_relu call reuses the first (same key); fp8 e5m2
+    # at (64, 64, 64), a new key: both configs again, B transposed (stride_bk 1, stride_bn 64)
     "matmul_autotuned.py": (0, {
         f"matmul_kernel.{i}": ("matmul_kernel", {
-            "a_ptr": _F16, "b_ptr": _F16, "c_ptr": _F16, "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
-            "stride_ak": _C, "stride_bk": "i32", "stride_bn": _C, "stride_cm": "i32", "stride_cn": _C,
+            "a_ptr": ab, "b_ptr": ab, "c_ptr": _F16, "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+            "stride_ak": _C, **({"stride_bk": _C, "stride_bn": "i32"} if ab == "*fp8e5" else
+                                {"stride_bk": "i32", "stride_bn": _C}), "stride_cm": "i32", "stride_cn": _C,
             "BLOCK_SIZE_M": _C, "BLOCK_SIZE_N": _C, "BLOCK_SIZE_K": _C, "GROUP_SIZE_M": _C, "ACTIVATION": _C},
-            {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 32,
-             "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": act},
-            ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm"], warps, stages)
-        for i, bm, act, warps, stages in ((1, 32, "", 8, 3), (2, 64, "", 4, 4), (3, 32, "leaky_relu", 8, 3))}),
+            {"stride_ak": 1, "stride_bk" if ab == "*fp8e5" else "stride_bn": 1, "stride_cn": 1, "BLOCK_SIZE_M": bm,
+             "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "ACTIVATION": act},
+            ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn" if ab == "*fp8e5" else "stride_bk",
+             "stride_cm"], warps, stages)
+        for i, ab, bm, act, warps, stages in ((1, _F16, 32, "", 8, 3), (2, _F16, 64, "", 4, 4),
+                                              (3, _F16, 32, "leaky_relu", 8, 3), (4, "*fp8e5", 32, "", 8, 3),
+                                              (5, "*fp8e5", 64, "", 4, 4))}),
     # seed 123 and seed 512: two specialisations (512 is a multiple of 16); p a float argument
     "low_memory_dropout.py": (0, {
         "k_dropout.1": ("_dropout", {"x_ptr": _F32, "x_keep_ptr": _I32, "output_ptr": _F32, "n_elements": "i32",
