@@ -304,7 +304,10 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
             out["jit_cubin"] = {"sha256_less_debug_line": jit, "same_as_compiled": jit == aot_cubin_digest}
         res = bench.compare({"kernel": launch}, nvml.index_for_cuda_device(0))
         res.pop("raw", None)
-        out["bench"] = [{"size": {"elements": sum(t.numel() for t in _tensors(b.kwargs).values())}, **res}]
+        sizes = {n: t.numel() for n, t in _tensors(b.kwargs).items()}
+        for r in tmafill.plan(case):  # a host-filled descriptor counts as the tensor it points into
+            sizes[r.param] = 0 if r.shares else tmafill.numel(r.base["tensor"])
+        out["bench"] = [{"size": {"elements": sum(sizes.values())}, **res}]
         del b
         torch.cuda.empty_cache()
     return out

@@ -52,12 +52,12 @@ def unfilled(case: dict) -> list:
     out = []
     for name, a in sorted(((case.get("call") or {}).get("args") or {}).items()):
         if isinstance(a, dict) and "tensor" in a and a.get("dtype") in ("int8", "uint8") \
-                and _numel(a["tensor"]) == DESC_BYTES and name not in fills:
+                and numel(a["tensor"]) == DESC_BYTES and name not in fills:
             out.append(name)
     return out
 
 
-def _numel(shape) -> int:
+def numel(shape) -> int:
     n = 1
     for d in shape:
         n *= int(d)
