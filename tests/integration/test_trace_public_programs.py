@@ -101,6 +101,16 @@ EXPECTED: dict = {
             "BLOCK_SIZE_K": _C}, {"NUM_SM": sms, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32},
             ["group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds"], 4, 3)
         for i, sms in ((1, 4), (2, 132))}),
+    # host descriptors made with a [1, 1] block that each config's pre_hook overwrites: the
+    # specialisations carry the configs' blocks (64x64x32 then 32x64x64), M = N = K = 64
+    "tma_matmul_prehook.py": (0, {
+        f"matmul_kernel_tma.{i}": ("matmul_kernel_tma", {
+            "a_desc": f"tensordesc<fp16[{bm}, {bk}]>", "b_desc": f"tensordesc<fp16[{bn}, {bk}]>",
+            "c_desc": f"tensordesc<fp16[{bm}, {bn}]>", "M": "i32", "N": "i32", "K": "i32", "BLOCK_SIZE_M": _C,
+            "BLOCK_SIZE_N": _C, "BLOCK_SIZE_K": _C, "GROUP_SIZE_M": _C, "FP8_OUTPUT": _C, "WARP_SPECIALIZE": _C},
+            {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "FP8_OUTPUT": False,
+             "WARP_SPECIALIZE": False}, ["M", "N", "K"], warps, stages)
+        for i, bm, bn, bk, stages, warps in ((1, 64, 64, 32, 3, 4), (2, 32, 64, 64, 4, 8))}),
     # written after Liger-Kernel: n_cols a constexpr (100, then 2048 with 8 warps); RMSNorm in
     # two casting modes (stride-1 rows folded to constants); a kernel nested in its launcher
     "liger_style.py": (0, {
@@ -273,3 +283,16 @@ def test_torch_cuda_device_facts_are_the_profiles_under_the_stand_in(traced):
     tj = json.loads((root / "trace" / "trace.json").read_text())
     (tuned,) = tj["autotune"]
     assert [c["kwargs"]["NUM_SM"] for c in tuned["configs"]] == [4, 132]
+
+
+def test_a_pre_hook_that_sets_descriptor_blocks_gives_each_config_its_own_tma_kernel(traced):
+    """The persistent-matmul tutorial's host descriptors carry a dummy [1, 1] block until each
+    config's pre_hook sets its own: the recorded calls hold the configs' blocks, never [1, 1],
+    and both compile to TMA (the hand-written compiles too)."""
+    runs, hand = traced
+    code, doc, root = runs["tma_matmul_prehook.py"]
+    assert code == 0, doc
+    plan, results = plan_cases(root), result_cases(root)
+    assert [plan[f"matmul_kernel_tma.{i}"]["call"]["args"]["a_desc"]["block"] for i in (1, 2)] == [[64, 32], [32, 64]]
+    for cid in ("matmul_kernel_tma.1", "matmul_kernel_tma.2"):
+        assert results[cid]["verdict"] == "tma" and hand[cid]["tma"]["ptx"] > 0, cid
