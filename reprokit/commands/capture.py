@@ -18,7 +18,7 @@ from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.run.capture import capture
+from reprokit.run.capture import capture, refuse_out
 from reprokit.userspec.plan import project_run
 from reprokit.userspec.project import for_run
 
@@ -45,7 +45,9 @@ def run(args) -> int:
     if args.executor == "local" and args.stack:
         raise UsageError(f"--executor local captures this interpreter's own Triton; --stack {args.stack} needs "
                          f"venv or docker")
-    # The stack first: a refusal of it is the one line said, before the GPU choice's notice.
+    # The folder and the stack first: a refusal of either is the one line said, before the GPU
+    # choice's notice. capture() checks the folder again under its lock.
+    refuse_out(args.out, args.force, (args.host.environ or {}).get("HOME"))
     if args.executor == "local":
         stack = local_stack()
     else:

@@ -59,6 +59,13 @@ def check_out_dir(out_dir: Path, force: bool) -> bool:
     return False
 
 
+def refuse_out(out_dir: Path, force: bool, home: str | None) -> None:
+    """The checks capture() makes of out_dir before anything runs, for a verb to make at its
+    door, so that a refused folder is the one line said (before any notice about the GPU)."""
+    locks.check_replaceable_path(out_dir, "capture", home)
+    check_out_dir(Path(out_dir).absolute(), force)
+
+
 def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions, *,
             failed_as: Path | None = None) -> Capture:
     """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir.

@@ -230,3 +230,14 @@ def test_a_local_capture_without_triton_says_one_line_not_the_gpu_notice_first(t
     said = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
     assert p.returncode == 2 and len(said) == 1 and "needs triton in this interpreter" in said[0], said
     assert not (tmp_path / "out").exists()
+
+
+def test_a_capture_into_a_folder_it_may_not_replace_says_one_line_before_anything(tmp_path):
+    # Refused at the door: no notice about the GPU (there is none here) before the refusal.
+    out = tmp_path / "cap"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    p = _cli("capture", "--gpu", "h100", "--executor", "venv", "--stack", "triton-3.6-cu130", "--out", out)
+    said = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
+    assert p.returncode == 2 and len(said) == 1 and "exists and is not empty" in said[0], said
+    assert (out / "notes.txt").read_text() == "mine\n" and sorted(os.listdir(out)) == ["notes.txt"]
