@@ -321,7 +321,16 @@ def _fast(v):
 
 
 def _plain(v):
-    return v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)
+    """A launch option as JSON: plain values as they are, dicts and sequences of them too (the
+    JIT takes `extern_libs={'libdevice': path}`, Triton's libdevice tutorial passes it); anything
+    else by repr."""
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return repr(v)
 
 
 def describe(value):

@@ -111,6 +111,9 @@ EXPECTED: dict = {
             {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "FP8_OUTPUT": False,
              "WARP_SPECIALIZE": False}, ["M", "N", "K"], warps, stages)
         for i, bm, bn, bk, stages, warps in ((1, 64, 64, 32, 3, 4), (2, 32, 64, 64, 4, 8))}),
+    # extern_libs= as the libdevice tutorial passes it (the dict must reach the capture)
+    "../extern_libs.py": (0, {
+        "add_one.1": ("add_one", {"x_ptr": _F32, "n": "i32", "BLOCK": _C}, {"BLOCK": 64}, ["x_ptr", "n"], 4, 3)}),
     # written after Liger-Kernel: n_cols a constexpr (100, then 2048 with 8 warps); RMSNorm in
     # two casting modes (stride-1 rows folded to constants); a kernel nested in its launcher
     "liger_style.py": (0, {
@@ -201,7 +204,7 @@ def _trace(tmp: Path, python: str, program: str) -> tuple[int, dict, Path | None
 def traced(tmp_path_factory, interp_python):  # noqa: F811
     """Every program traced once: program -> (exit code, JSON, unpacked bundle or None); and the
     hand-written compiles' TMA and TTIR op counts by case."""
-    runs = {prog: _trace(tmp_path_factory.mktemp(prog.split(".")[0]), interp_python, prog) for prog in EXPECTED}
+    runs = {prog: _trace(tmp_path_factory.mktemp(Path(prog).stem), interp_python, prog) for prog in EXPECTED}
     spec = tmp_path_factory.mktemp("hand") / "expected.json"
     spec.write_text(json.dumps(EXPECTED))
     p = subprocess.run([interp_python, "-c", _HAND_COMPILE, str(spec), str(PUBLIC), str(ROOT)], check=False,
@@ -296,3 +299,14 @@ def test_a_pre_hook_that_sets_descriptor_blocks_gives_each_config_its_own_tma_ke
     assert [plan[f"matmul_kernel_tma.{i}"]["call"]["args"]["a_desc"]["block"] for i in (1, 2)] == [[64, 32], [32, 64]]
     for cid in ("matmul_kernel_tma.1", "matmul_kernel_tma.2"):
         assert results[cid]["verdict"] == "tma" and hand[cid]["tma"]["ptx"] > 0, cid
+
+
+def test_a_dict_launch_option_is_recorded_as_a_dict(traced):
+    """`extern_libs={'libdevice': path}` was written down by its repr, a string the JIT then
+    refused: the launch was missed, and a program whose only launch it was "launched no kernel"."""
+    runs, _ = traced
+    code, doc, root = runs["../extern_libs.py"]
+    assert code == 0, doc
+    opts = plan_cases(root)["add_one.1"]["call"]["options"]
+    assert list(opts) == ["extern_libs"] and opts["extern_libs"]["libdevice"].endswith("/libdevice.10.bc")
+    assert result_cases(root)["add_one.1"]["status"] == "ok"
