@@ -194,8 +194,12 @@ def _kernel(launcher) -> dict:
     from reprokit.trace import extract
 
     kw = dict(getattr(launcher, "kwargs", None) or {})  # the interpreter keeps the decorator's arguments here
-    decorated = types.SimpleNamespace(fn=fn, **{k: getattr(launcher, k, None) if getattr(launcher, k, None)
-                                                 is not None else kw.get(k) for k in _JIT_ARGS})
+    jit_args = {k: getattr(launcher, k, None) if getattr(launcher, k, None) is not None else kw.get(k)
+                for k in _JIT_ARGS}
+    # `kwargs`: what call.jit_function makes the twin with, so that the twin specialises as the
+    # program's kernel does (without it, do_not_specialize was lost and a launch's recorded
+    # specialisation hinted arguments the JIT never hints)
+    decorated = types.SimpleNamespace(fn=fn, kwargs={k: v for k, v in jit_args.items() if v is not None}, **jit_args)
     text, skipped, modules = extract.extract_function(fn, decorated)
     for mod, path in sorted(modules.items()):  # the program's own modules it imports travel beside it
         dest = os.path.join(_STATE["out"], "kernels", mod + ".py")

@@ -114,6 +114,10 @@ EXPECTED: dict = {
     # extern_libs= as the libdevice tutorial passes it (the dict must reach the capture)
     "../extern_libs.py": (0, {
         "add_one.1": ("add_one", {"x_ptr": _F32, "n": "i32", "BLOCK": _C}, {"BLOCK": 64}, ["x_ptr", "n"], 4, 3)}),
+    # do_not_specialize=["n"]: n never hinted, so n = 64 and n = 100 are one specialisation
+    "../do_not_specialize.py": (0, {
+        f"dns.{i}": ("dns", {"x_ptr": _F32, "n": n, "scale": "fp32", "BLOCK": _C}, {"BLOCK": 64}, div, 4, 3)
+        for i, n, div in ((1, "i32", ["x_ptr"]), (2, "i32", []), (3, "i64", ["x_ptr"]))}),
     # written after Liger-Kernel: n_cols a constexpr (100, then 2048 with 8 warps); RMSNorm in
     # two casting modes (stride-1 rows folded to constants); a kernel nested in its launcher
     "liger_style.py": (0, {
@@ -310,3 +314,13 @@ def test_a_dict_launch_option_is_recorded_as_a_dict(traced):
     opts = plan_cases(root)["add_one.1"]["call"]["options"]
     assert list(opts) == ["extern_libs"] and opts["extern_libs"]["libdevice"].endswith("/libdevice.10.bc")
     assert result_cases(root)["add_one.1"]["status"] == "ok"
+
+
+def test_do_not_specialize_is_the_programs_in_the_recorded_specialisation(traced):
+    """The recorder's JIT twin was made without the kernel's do_not_specialize, so it hinted n
+    by its value: n = 64 and n = 100 were two recorded specialisations of one compiled kernel."""
+    runs, _ = traced
+    code, doc, root = runs["../do_not_specialize.py"]
+    assert code == 0, doc
+    plan = plan_cases(root)
+    assert [plan[f"dns.{i}"]["trace"]["launches"] for i in (1, 2, 3)] == [3, 1, 1]
