@@ -118,6 +118,10 @@ EXPECTED: dict = {
     "../do_not_specialize.py": (0, {
         f"dns.{i}": ("dns", {"x_ptr": _F32, "n": n, "scale": "fp32", "BLOCK": _C}, {"BLOCK": 64}, div, 4, 3)
         for i, n, div in ((1, "i32", ["x_ptr"]), (2, "i32", []), (3, "i64", ["x_ptr"]))}),
+    # a warm-up on dtypes alone, then the launch: one case, the launch's
+    "../warmup_dtypes.py": (0, {
+        "copy.1": ("copy", {"x_ptr": _F32, "y_ptr": _F32, "n": "i32", "BLOCK": _C}, {"BLOCK": 64},
+                   ["x_ptr", "y_ptr", "n"], 4, 3)}),
     # written after Liger-Kernel: n_cols a constexpr (100, then 2048 with 8 warps); RMSNorm in
     # two casting modes (stride-1 rows folded to constants); a kernel nested in its launcher
     "liger_style.py": (0, {
@@ -324,3 +328,14 @@ def test_do_not_specialize_is_the_programs_in_the_recorded_specialisation(traced
     assert code == 0, doc
     plan = plan_cases(root)
     assert [plan[f"dns.{i}"]["trace"]["launches"] for i in (1, 2, 3)] == [3, 1, 1]
+
+
+def test_a_warmup_on_dtypes_alone_leaves_the_call_to_the_launch(traced):
+    """Recorded from `copy.warmup(torch.float32, ...)`, the case's call was the warm-up's
+    1-element stand-ins and n = 1024: a replay would launch past the end of its tensors."""
+    runs, _ = traced
+    code, doc, root = runs["../warmup_dtypes.py"]
+    assert code == 0, doc
+    case = plan_cases(root)["copy.1"]
+    assert case["call"]["args"]["x_ptr"]["tensor"] == [64] and case["call"]["args"]["n"] == 64
+    assert case["trace"]["launched"] is True and "warmup" not in case["trace"]
