@@ -69,6 +69,7 @@ def install() -> None:
             _wrap_run(interpreter.InterpretedFunction)
         else:  # 3.0-3.5: `run` is set per instance and `kernel[grid]` skips it: every launch is a GridExecutor call
             _wrap_grid_executor(interpreter.GridExecutor)
+            _keep_jit_kwargs(interpreter.InterpretedFunction)
         _STATE["standin"] = standin.install(profile)
     from triton.runtime import autotuner
 
@@ -139,12 +140,48 @@ def _wrap_grid_executor(cls) -> None:
         return
 
     def call(self, *args, **kwargs):
-        entry = _see_or_miss(self.fn, lambda: getattr(self.fn, "__name__", "?"), args, kwargs, self.grid)
+        entry = _see_or_miss(_executed(self.fn), lambda: getattr(self.fn, "__name__", "?"), args, kwargs, self.grid)
         return _launch(entry, args, kwargs, lambda: original(self, *args, **kwargs),
                        lambda: getattr(self, "arg_names", ()))
 
     call._reprokit_wrapped = True
     cls.__call__ = call
+
+
+def _keep_jit_kwargs(cls) -> None:
+    """3.2-3.5's InterpretedFunction takes the decorator's arguments (do_not_specialize, ...) and
+    keeps them only in its rewriter, out of a GridExecutor's reach: note them by function."""
+    original = cls.__init__
+    if getattr(original, "_reprokit_wrapped", False) or "kwargs" not in inspect.signature(original).parameters:
+        return  # 3.0-3.1 take no decorator arguments under the interpreter
+
+    def init(self, fn, **kwargs):
+        original(self, fn, **kwargs)
+        _JIT_KWARGS[fn] = {k: v for k, v in kwargs.items() if k in _JIT_ARGS and v is not None}
+
+    init._reprokit_wrapped = True
+    cls.__init__ = init
+
+
+_JIT_KWARGS: dict = {}
+
+
+def _executed(fn):
+    """What a 3.0-3.5 GridExecutor runs, as a launcher for _see: the function itself, or, where
+    its decorator had arguments, one object per function that carries them (`kwargs`, as on an
+    InterpretedFunction). The executor may hold the rewritten function (3.2+): its original is
+    the key it is cached under."""
+    known = _STATE.setdefault("executed", {}).get(fn)
+    if known is not None:
+        return known
+    from triton.runtime import interpreter
+
+    rewritten = getattr(interpreter.InterpretedFunction, "rewritten_fn", {})
+    source = next((k for k, v in rewritten.items() if v is fn), fn)
+    kw = _JIT_KWARGS.get(source) or {}
+    known = types.SimpleNamespace(fn=fn, kwargs=kw, __name__=fn.__name__) if kw else fn
+    _STATE["executed"][fn] = known
+    return known
 
 
 def _see_or_miss(launcher, name, args: tuple, kwargs: dict, grid, warmup: bool = False):

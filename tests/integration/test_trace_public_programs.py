@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import ProgramFailed, UsageError
-from tests.integration.test_trace import ROOT, interp_python, plan_cases, result_cases  # noqa: F401
+from tests.integration.test_trace import ROOT, interp_python, interp_release, plan_cases, result_cases  # noqa: F401
 
 pytestmark = pytest.mark.triton
 
@@ -339,3 +339,14 @@ def test_a_warmup_on_dtypes_alone_leaves_the_call_to_the_launch(traced):
     case = plan_cases(root)["copy.1"]
     assert case["call"]["args"]["x_ptr"]["tensor"] == [64] and case["call"]["args"]["n"] == 64
     assert case["trace"]["launched"] is True and "warmup" not in case["trace"]
+
+
+def test_do_not_specialize_under_the_3_3_interpreter(tmp_path, interp_release):  # noqa: F811
+    """3.2-3.5's interpreter keeps the decorator's arguments out of the GridExecutor's reach:
+    the recorder notes them when the kernel is decorated."""
+    code, doc, root = _trace(tmp_path, interp_release("3.3.1"), "../do_not_specialize.py")
+    assert code == 0, doc
+    plan = plan_cases(root)
+    assert sorted(plan) == ["dns.1", "dns.2", "dns.3"]
+    assert [plan[f"dns.{i}"]["trace"]["launches"] for i in (1, 2, 3)] == [3, 1, 1]
+    assert plan["dns.1"]["trace"]["spec"]["divisibility"] == ["x_ptr"]
