@@ -17,7 +17,7 @@ import functools
 import inspect
 import pprint
 
-from reprokit.harness import call, callgpu, launch, stats
+from reprokit.harness import call, callgpu, launch, stats, tmafill
 
 
 def inline(*objects, modules: tuple = (), rename: dict | None = None) -> str:
@@ -129,10 +129,14 @@ def script(spec_kind: str) -> str:
                          call._apply_heuristics, call.Bound, call.bind, call.kernel_name, modules=(call, stats),
                          rename={"Bound": "CallBound"}),
                   _constants(callgpu, "PROBES"),
+                  # 3.0-3.3 host-filled descriptors, filled again over the script's own tensors.
+                  _constants(tmafill, "DESC_BYTES"),
+                  inline(tmafill.Rebuild, tmafill.plan, tmafill.numel, tmafill.release_fill, tmafill.rebuild,
+                         tmafill.write, tmafill.unfilled),
                   inline(callgpu.make_tensor_factory, callgpu._contiguous, callgpu._random, callgpu._tensors,
                          callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
                          callgpu._source, callgpu.launch_and_check, callgpu.compare_outputs, callgpu.compare_output,
-                         callgpu.probe_error, modules=(call, stats))]
+                         callgpu.probe_error, modules=(call, stats, tmafill))]
     return _HEAD + "\n\n\n".join(parts) + "\n\n\n" + _CODE
 
 
