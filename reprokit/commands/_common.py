@@ -60,22 +60,30 @@ def add_gpu_args(p) -> None:
                         "Without it reprokit never changes a GPU setting")
 
 
-def gpu_from_args(args, profile, requested: str):
+def gpu_choice(args, profile, requested: str):
     """The run's GpuOptions: the host's GPU (looked at unless compile-only is asked) checked
-    against the profile (reprokit.gpu), and the line that choice deserves said here."""
+    against the profile (reprokit.gpu), and the line that choice deserves (None: nothing to say),
+    for the verb to say once its other checks have passed."""
     environ = args.host.environ or {}
     host = HostGpus.for_mode(requested, environ.get("CUDA_VISIBLE_DEVICES"))
     gpu = gpu_options(profile, requested, host, allow_mismatch=args.allow_gpu_mismatch,
                       lock_clocks=args.lock_clocks)  # clock_mhz normalised it at the door
-    if line := notice(gpu, host):
+    return gpu, notice(gpu, host)
+
+
+def gpu_from_args(args, profile, requested: str):
+    """gpu_choice's GpuOptions, its line said here."""
+    gpu, line = gpu_choice(args, profile, requested)
+    if line:
         say(line)
     return gpu
 
 
-def run_options(args, profile, **more):
-    """RunOptions from the arguments add_run_args() made: the GPU options for this host (mode
-    said once), workers, cases and timeout; `more` adds the verb's own (force, plan...)."""
-    gpu = gpu_from_args(args, profile, args.mode)
+def run_options(args, profile, *, gpu=None, **more):
+    """RunOptions from the arguments add_run_args() made: the GPU options for this host (`gpu`
+    where the verb made them with gpu_choice, else made and said here), workers, cases and
+    timeout; `more` adds the verb's own (force, plan...)."""
+    gpu = gpu or gpu_from_args(args, profile, args.mode)
     return RunOptions(gpu, workers=args.workers or os.cpu_count() or 1, only=args.cases, case_timeout_s=args.case_timeout, **more)
 
 

@@ -9,6 +9,7 @@ from reprokit.commands._common import (
     add_run_args,
     console,
     flat_case,
+    gpu_choice,
     harness_error_message,
     run_options,
     say,
@@ -45,8 +46,10 @@ def run(args) -> int:
     if args.executor == "local" and args.stack:
         raise UsageError(f"--executor local captures this interpreter's own Triton; --stack {args.stack} needs "
                          f"venv or docker")
-    # The folder and the stack first: a refusal of either is the one line said, before the GPU
-    # choice's notice. capture() checks the folder again under its lock.
+    # Every refusal before the GPU choice's notice, so that a refusal is the one line said: the
+    # arguments (in the GPU choice), the folder (capture() checks it again under its lock), then
+    # the stack.
+    gpu, line = gpu_choice(args, profile, args.mode)
     refuse_out(args.out, args.force, (args.host.environ or {}).get("HOME"))
     if args.executor == "local":
         stack = local_stack()
@@ -55,7 +58,9 @@ def run(args) -> int:
             raise UsageError(f"--stack is required with --executor {args.executor}; "
                              f"known: {', '.join(load_config().stacks)}")
         stack = load_config().stack(args.stack)
-    options = run_options(args, profile, force=args.force)
+    if line:
+        say(line)
+    options = run_options(args, profile, gpu=gpu, force=args.force)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
     with project_run(for_run(args.project), options, args.host.tmp, stack.pins(), report=say) as options, \
             make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
