@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 import json
 
+from reprokit.harness.standin import contiguous_strides
+
 
 def encode(value):
     """A value as a grid's params hold it: numbers, bools and strings as they are; anything
@@ -39,12 +41,7 @@ def label(value) -> str:
             out = f"{value.get('dtype', 'float32')}_{'x'.join(map(str, value['tensor'])) or 'scalar'}"
             if value.get("align", 16) != 16:
                 out += f"_a{value['align']}"
-            strides: list = []
-            step = 1
-            for n in reversed(value["tensor"]):
-                strides.insert(0, step)
-                step *= max(n, 1)
-            if value.get("strides") not in (None, strides):
+            if value.get("strides") not in (None, list(contiguous_strides(value["tensor"]))):
                 out += "_s" + "x".join(map(str, value["strides"]))
             return out
         if "descriptor" in value:

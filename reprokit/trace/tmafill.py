@@ -24,6 +24,8 @@ import threading
 import weakref
 from collections import OrderedDict
 
+from reprokit.harness.standin import contiguous_strides
+
 DESC_BYTES = 128
 _KEEP = 4096  # fills remembered for matching (a program fills a few per launch)
 _FILLS: OrderedDict = OrderedDict()  # descriptor bytes -> (record, weakref to the base tensor or None)
@@ -142,7 +144,7 @@ def remember(rank: int, args: tuple, api: str, describe_tensor, frame) -> dict:
     if base is not None:
         rec.update(base=describe_tensor(base), offset=ptr - int(base.data_ptr()), base_found=True)
     else:
-        rec.update(base={"tensor": dims, "dtype": _BY_SIZE.get(esize, "uint8"), "strides": _dense(dims), "align": 16},
+        rec.update(base={"tensor": dims, "dtype": _BY_SIZE.get(esize, "uint8"), "strides": list(contiguous_strides(dims)), "align": 16},
                    offset=0, base_found=False)
     _FILLS[data] = (rec, weakref.ref(base) if base is not None else None, ptr)
     _FILLS.move_to_end(data)
@@ -156,15 +158,6 @@ def read_buffer(buf) -> bytes:
     if isinstance(buf, int):
         return ctypes.string_at(buf, DESC_BYTES)
     return bytes(memoryview(buf).cast("B")[:DESC_BYTES])
-
-
-def _dense(dims: list) -> list:
-    out: list = []
-    acc = 1
-    for n in reversed(dims):
-        out.insert(0, acc)
-        acc *= max(n, 1)
-    return out
 
 
 def find_base(ptr: int, frame, depth: int = 8):
