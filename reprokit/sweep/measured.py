@@ -12,6 +12,7 @@ that kept them from launching. Fractions are same-run ratios (cuBLAS timed besid
 from __future__ import annotations
 
 import re
+import statistics
 
 from reprokit.records import CaseRecord
 
@@ -97,11 +98,7 @@ def answer(members: list, params: dict, names: dict, rule_for) -> dict | None:
 
 
 def _median(xs: list):
-    xs = sorted(xs)
-    if not xs:
-        return None
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    return statistics.median(xs) if xs else None
 
 
 def _name_order(name: str) -> tuple:
