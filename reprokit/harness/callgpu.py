@@ -21,7 +21,7 @@ import pickle
 import traceback
 import zipfile
 
-from reprokit.harness import call, callcase, stats, tmafill
+from reprokit.harness import call, callcase, standin, stats, tmafill
 
 SEED = 0
 DETERMINISM_RUNS = 3
@@ -37,7 +37,7 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
     def make(spec: dict):
         dt = getattr(torch, spec.get("dtype", "float32"))
         shape = [int(n) for n in spec["tensor"]]
-        strides = [int(s) for s in spec.get("strides") or _contiguous(shape)]
+        strides = [int(s) for s in spec.get("strides") or standin.contiguous_strides(shape)]
         align = int(spec.get("align", 16))
         item = torch.empty((), dtype=dt).element_size()
         span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
@@ -52,14 +52,6 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
         return torch.as_strided(flat, shape, strides, storage_offset=offset)
 
     return make
-
-
-def _contiguous(shape):
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.insert(0, acc)
-        acc *= max(n, 1)
-    return out
 
 
 def _random(torch, dt, n: int, gen):

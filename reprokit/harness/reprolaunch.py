@@ -17,7 +17,7 @@ import functools
 import inspect
 import pprint
 
-from reprokit.harness import call, callgpu, launch, stats, tmafill
+from reprokit.harness import call, callgpu, launch, standin, stats, tmafill
 
 
 def inline(*objects, modules: tuple = (), rename: dict | None = None) -> str:
@@ -133,10 +133,10 @@ def script(spec_kind: str) -> str:
                   _constants(tmafill, "DESC_BYTES"),
                   inline(tmafill.Rebuild, tmafill.plan, tmafill.numel, tmafill.release_fill, tmafill.rebuild,
                          tmafill.write, tmafill.unfilled),
-                  inline(callgpu.make_tensor_factory, callgpu._contiguous, callgpu._random, callgpu._tensors,
+                  inline(standin.contiguous_strides, callgpu.make_tensor_factory, callgpu._random, callgpu._tensors,
                          callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
                          callgpu._source, callgpu.launch_and_check, callgpu.compare_outputs, callgpu.compare_output,
-                         callgpu.probe_error, modules=(call, stats, tmafill))]
+                         callgpu.probe_error, modules=(call, standin, stats, tmafill))]
     return _HEAD + "\n\n\n".join(parts) + "\n\n\n" + _CODE
 
 
