@@ -63,8 +63,8 @@ def main() -> int:
         label = f"{stack.name} (triton {stack.triton})"
     work = Path(tempfile.mkdtemp(prefix="bench-capture-"))
     plan = build_plan(profile, stack.pins())
-    (work / "plan.json").write_text(json.dumps(plan))
-    (work / "plan-nosass.json").write_text(json.dumps({**plan, "sass": False}))
+    (work / "plan.json").write_text(json.dumps(plan.to_json()))
+    (work / "plan-nosass.json").write_text(json.dumps(build_plan(profile, stack.pins(), sass=False).to_json()))
     copy_kernels(plan, kernels_dir(), work / "kernels")
     warm_cache = work / "sass-warm"
     warm_cache.mkdir()

@@ -29,13 +29,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from reprokit.run.capture import capture
 from reprokit.config import load_config
 from reprokit.errors import ReprokitError
 from reprokit.executors.docker import DockerExecutor
 from reprokit.executors.local import LocalExecutor
 from reprokit.executors.venv import VenvExecutor
 from reprokit.options import GpuOptions, HostEnv, RunOptions
+from reprokit.run.capture import capture
+from reprokit.suite import build_plan
 
 TARGET = 1.15
 
@@ -44,7 +45,8 @@ def timed_capture(stack, profile, executor, root: Path, tag: str, args) -> tuple
     """One capture into a fresh folder: (wall seconds, harness-reported seconds)."""
     out = root / tag
     started = time.perf_counter()
-    cap = capture(stack, executor, out, RunOptions(GpuOptions(profile), workers=args.workers, only=args.cases))
+    cap = capture(stack, executor, out, build_plan(GpuOptions(profile), only=args.cases),
+                  RunOptions(workers=args.workers))
     wall = time.perf_counter() - started
     shutil.rmtree(out)
     return wall, float(cap.results["wall_s"])

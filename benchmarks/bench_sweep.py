@@ -52,7 +52,7 @@ def main() -> int:
     python = str(venv.venv_dir(stack) / "bin" / "python")
     spec = load_spec(args.spec)
     plan = build_sweep_plan(spec, profile, stack.pins())
-    n = len(plan["cases"])
+    n = len(plan)
     env = {**os.environ, "REPROKIT_SASS_CACHE": "off", "PYTHONPATH": str(ROOT)}
     env.pop("SOURCE_DATE_EPOCH", None)
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
@@ -61,7 +61,7 @@ def main() -> int:
         halves = []
         for i in (0, 1):
             p = tmp / f"half{i}.json"
-            p.write_text(json.dumps({**plan, "cases": plan["cases"][i::2]}))
+            p.write_text(json.dumps(plan.with_cases(plan.cases[i::2]).to_json()))
             halves.append(p)
         bare_t, sweep_t = [], []
         for r in range(args.rounds):

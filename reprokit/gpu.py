@@ -5,6 +5,7 @@ name and memory, and a stop otherwise (a bundle named h200 must not hold an H100
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
 from reprokit.config import GpuProfile
 from reprokit.errors import GpuMismatchError, MissingDependency, UsageError
@@ -162,6 +163,17 @@ def notice(gpu: GpuOptions, host: HostGpus) -> str | None:
         return (f"warning: GPU {used.index} is a {used.describe()}, not a {_want(profile)} ({'; '.join(gpu.mismatch)}); "
                 "running anyway (--allow-gpu-mismatch), and the bundle says so")
     return None
+
+
+def choose_gpu(profile: GpuProfile, requested: str, environ: Mapping[str, str], *, allow_mismatch: bool = False,
+               lock_clocks: str | None = None) -> tuple[GpuOptions, str | None]:
+    """The one GPU choice every verb makes: this host's GPUs (those CUDA_VISIBLE_DEVICES in
+    `environ` shows; none looked at when compile-only is asked) judged against the profile by
+    gpu_options(), and the line that choice deserves (notice(); None when nothing is to be said),
+    for the verb to say once its own checks have passed."""
+    host = HostGpus.for_mode(requested, environ.get("CUDA_VISIBLE_DEVICES"))
+    gpu = gpu_options(profile, requested, host, allow_mismatch=allow_mismatch, lock_clocks=lock_clocks)
+    return gpu, notice(gpu, host)
 
 
 def _want(profile: GpuProfile) -> str:

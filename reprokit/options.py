@@ -6,7 +6,8 @@ for a setting. Each concern has its own object, so a new knob (a GPU benchmark s
 sweep's grid) is one field here, not a keyword threaded through three layers:
 
     GpuOptions     which GPU profile, and whether cases compile ahead of time or run on it
-    RunOptions     what a capture runs (workers, cases, timeouts, a replayed plan and kernels)
+    RunOptions     how a capture runs its plan (workers, the run's timeout, force); what it runs
+                   is a Plan (reprokit/plan.py)
     BundleOptions  where and how a capture is packed (out folder, share, parent, bundle time)
 
 Progress goes the other way through one channel, a Listener (or its `note`, a Report).
@@ -19,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from reprokit.config import GpuProfile
 from reprokit.errors import UsageError
@@ -44,7 +45,13 @@ class Listener:
         note(line)           one line of progress or warning (the Report an executor gets)
         stack(name, state)   a stack's capture: capturing, bundling, then done or failed
         step(step)           a bisection's capture, done (a reprokit.run.bisect.Step)
+        points(key, done, total, state)
+                             a sweep's points on one target (stack/gpu): compiling, resuming,
+                             bundling, done or failed; heard only where `hears_points` is set,
+                             since a sweep watches its work folder for it
     """
+
+    hears_points = False
 
     def note(self, line: str) -> None:
         """One line of progress or warning."""
@@ -54,6 +61,9 @@ class Listener:
 
     def step(self, step: object) -> None:
         """One capture of a bisection, done."""
+
+    def points(self, key: str, done: int, total: int, state: str) -> None:
+        """How many of a sweep target's points are done."""
 
 
 SILENT = Listener()
@@ -92,7 +102,8 @@ class HostEnv:
     for the environment of the processes reprokit starts (child_environ); root: REPROKIT_ROOT,
     the checkout to take stacks.toml and kernels/ from; tmp: the system temp folder ($TMPDIR, as
     tempfile chooses it), under which each run makes its own scratch folder.
-    A HostEnv made by hand has no SASS cache unless it names one.
+    A HostEnv made by hand has no SASS cache unless it names one, and an empty environment: nothing
+    below the edge falls back to this process's own.
     """
 
     cache: Path = field(default_factory=lambda: Path.home() / ".cache" / "reprokit")
@@ -101,7 +112,7 @@ class HostEnv:
     base_image: str | None = None
     docker_host: str | None = None
     source_date_epoch: int | None = None
-    environ: Mapping[str, str] | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     root: Path | None = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
 
@@ -126,10 +137,10 @@ class HostEnv:
                    environ=MappingProxyType(env), root=Path(env["REPROKIT_ROOT"]) if env.get("REPROKIT_ROOT") else None,
                    tmp=Path(tmp) if tmp and os.path.isdir(tmp) else Path(tempfile.gettempdir()))
 
-    def child_environ(self, extra: Mapping[str, str] | None = None) -> dict:
-        """The environment of a process reprokit starts: the user's, as read at the edge (this
-        process's own for a HostEnv made by hand), with `extra` on top."""
-        env = dict(self.environ if self.environ is not None else os.environ)
+    def child_environ(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment of a process reprokit starts: the user's, as read at the edge (empty
+        for a HostEnv made by hand: what a test gives it), with `extra` on top."""
+        env = dict(self.environ)
         env.update(extra or {})
         return env
 
@@ -147,12 +158,12 @@ class GpuOptions:
 
     profile: GpuProfile
     mode: str = "compile-only"
-    host: Mapping | None = None
-    mismatch: tuple = ()
+    host: Mapping[str, Any] | None = None
+    mismatch: tuple[str, ...] = ()
     allow_mismatch: bool = False
     lock_clocks: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"mode {self.mode!r} is not {' or '.join(MODES)}")
         if self.lock_clocks is not None and self.mode != "gpu":
@@ -162,7 +173,7 @@ class GpuOptions:
     def on_gpu(self) -> bool:
         return self.mode == "gpu"
 
-    def record(self) -> dict | None:
+    def record(self) -> dict[str, Any] | None:
         """plan.json's `gpu`: the GPU checked, what differs and was allowed, clocks asked for."""
         if not self.on_gpu:
             return None
@@ -172,36 +183,28 @@ class GpuOptions:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What one capture runs: the suite (or a replayed `plan` with its own `kernels`) for `gpu`.
+    """How a capture runs its plan (what it runs is the plan's, reprokit.plan.Plan).
 
-    only: case-id globs; case_timeout_s: seconds per case (default from the suite);
-    run_timeout_s: the whole harness run; force: replace a non-empty capture folder.
+    workers: cases compiled at once; run_timeout_s: the whole harness run; force: replace a
+    non-empty capture folder that reprokit made.
     """
 
-    gpu: GpuOptions
     workers: int = 1
-    only: str | None = None
-    case_timeout_s: float | None = None
     run_timeout_s: float = 3600
     force: bool = False
-    plan: Mapping | None = None
-    kernels: Path | None = None
-    tensors: Path | None = None  # a replayed trace's kept tensors, staged as the capture's trace/tensors/
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.workers < 1:
             raise UsageError(f"--workers must be at least 1, got {self.workers}")
-        for name, value in (("case timeout", self.case_timeout_s), ("run timeout", self.run_timeout_s)):
-            if value is not None and not value > 0:
-                raise UsageError(f"the {name} must be more than 0 seconds, got {value!r}")
+        if not self.run_timeout_s > 0:
+            raise UsageError(f"the run timeout must be more than 0 seconds, got {self.run_timeout_s!r}")
 
-    @property
-    def profile(self) -> GpuProfile:
-        return self.gpu.profile
 
-    @property
-    def mode(self) -> str:
-        return self.gpu.mode
+def check_case_timeout(value: float | None) -> float | None:
+    """A --case-timeout as given (None: the plan's own), refused when it means nothing."""
+    if value is not None and not value > 0:
+        raise UsageError(f"the case timeout must be more than 0 seconds, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -222,9 +225,8 @@ class BundleOptions:
     environ: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(dict(os.environ)))
 
     @classmethod
-    def from_host(cls, host: HostEnv, out_dir: Path, **kw) -> BundleOptions:
-        environ = host.environ if host.environ is not None else MappingProxyType(dict(os.environ))
-        return cls(out_dir=Path(out_dir), source_date_epoch=host.source_date_epoch, environ=environ, **kw)
+    def from_host(cls, host: HostEnv, out_dir: Path, **kw: Any) -> BundleOptions:
+        return cls(out_dir=Path(out_dir), source_date_epoch=host.source_date_epoch, environ=host.environ, **kw)
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,7 @@ class Origin:
     """What a bundle records about where its capture came from (JSON-ready mappings, as the
     manifest holds them): the stack's name and pins, the GPU profile, the executor's facts."""
 
-    stack: Mapping
-    profile: Mapping
-    executor: Mapping
+    stack: Mapping[str, Any]
+    profile: Mapping[str, Any]
+    executor: Mapping[str, Any]
     mode: str

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from reprokit.config import GpuProfile, defaults_root, load_toml
 from reprokit.errors import ConfigError, UsageError
+from reprokit.options import GpuOptions
+from reprokit.plan import FORMAT as PLAN_FORMAT  # noqa: F401  (re-exported: older callers import it here)
+from reprokit.plan import Plan
 
-PLAN_FORMAT = 1
 CASE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 EXPECT = ("tma", "no-tma")
 CONTROLS = ("P0", "P1", "P2", "gemm")
@@ -119,8 +121,12 @@ def select(cases: list[dict], only: str | None) -> list[dict]:
     return [c for c in cases if c["id"] in keep]
 
 
-def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", only: str | None = None,
-               timeout_s: float | None = None, suite: dict | None = None, sass: bool = True) -> dict:
+def build_plan(profile: GpuProfile | GpuOptions, stack: dict | None = None, *, mode: str = "compile-only",
+               only: str | None = None, timeout_s: float | None = None, suite: dict | None = None,
+               sass: bool = True) -> Plan:
+    """The control suite's plan for a GPU profile (or the GpuOptions of a checked GPU), the
+    cases matching `only`'s globs, on `stack` (or on the stack Plan.for_stack names later)."""
+    gpu = profile if isinstance(profile, GpuOptions) else GpuOptions(profile, mode)
     suite = suite or load_suite()
     meta = suite.get("suite", {})
     default_timeout = timeout_s or meta.get("timeout_s", 300)
@@ -140,6 +146,6 @@ def build_plan(profile: GpuProfile, stack: dict, *, mode: str = "compile-only", 
             **({"language": c["language"]} if c.get("language", "triton") != "triton" else {}),
             **({"options": dict(c["options"])} if c.get("options") else {}),  # torch.compile's, by name
         })
-    return {"format": PLAN_FORMAT, "suite": meta.get("name", "tma-controls"), "mode": mode,
-            "profile": profile.to_dict(), "stack": stack, "problem": dict(meta.get("problem", {})), "sass": sass,
-            "timeout_s": float(default_timeout), "cases": cases}
+    return Plan.build("suite", meta.get("name", "tma-controls"), gpu, cases, stack=stack,
+                      problem=dict(meta.get("problem", {})), sass=sass, timeout_s=float(default_timeout),
+                      kernels=kernels_dir())

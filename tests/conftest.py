@@ -17,7 +17,7 @@ from reprokit.run.capture import capture
 from reprokit.config import load_config
 from reprokit.errors import ExecutorError
 from reprokit.suite import build_plan
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 ALL_STACKS = ("triton-3.0-cu129", "triton-3.5-cu130", "triton-3.6-cu130")
 # What every shared capture's harness sees, whichever test asks for it first: the public guide's
@@ -65,7 +65,7 @@ def captured(tmp_path_factory, config, venv_executor, stack_ready):
         if k not in cache:
             s = stack_ready(stack)
             profile = config.gpu(gpu)
-            plan = build_plan(profile, s.pins(), only=cases)
+            plan = build_plan(profile, s.pins(), only=cases).to_json()
             if edit:
                 plan = edit(copy.deepcopy(plan))
             out = tmp_path_factory.mktemp("cap") / f"{stack}-{gpu}"
@@ -74,7 +74,7 @@ def captured(tmp_path_factory, config, venv_executor, stack_ready):
                     mp.setenv(name, value)
                 # The environment is read at the edge, as cli.main reads it: after the knobs are set.
                 executor = type(venv_executor)(host=host())
-                cache[k] = capture(s, executor, out, opts(profile, workers=2, plan=plan))
+                cache[k] = capture(s, executor, out, *planned(profile, workers=2, plan=plan))
         return cache[k]
 
     return get

@@ -295,7 +295,7 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
                 os.fsync(raw.fileno())
         except OSError as e:
             raise FileSystemError.of(tmp.path, e, "cannot write the bundle") from None
-        publish(tmp.path, final)
+        link_into_place(tmp.path, final)
     return final
 
 
@@ -323,7 +323,7 @@ def _file_sha256(entry: Entry):
     return h
 
 
-def publish(tmp: Path, final: Path) -> None:
+def link_into_place(tmp: Path, final: Path) -> None:
     """Put the finished file under its name, never over a different one: a link fails where a
     rename would silently replace. The same bytes already there (the same capture packed
     again) are fine; different bytes under the same name are refused."""

@@ -23,7 +23,7 @@ from reprokit.commands.argtypes import (
 from reprokit.compare.timing import DEFAULT as TIMING
 from reprokit.compare.timing import TimingOptions
 from reprokit.errors import ExecutorError, HarnessError
-from reprokit.gpu import HostGpus, gpu_options, notice
+from reprokit.gpu import choose_gpu
 from reprokit.harness.oracle import LEVELS
 from reprokit.harness.rows import case_cells
 from reprokit.options import Listener, RunOptions
@@ -64,11 +64,9 @@ def gpu_choice(args, profile, requested: str):
     """The run's GpuOptions: the host's GPU (looked at unless compile-only is asked) checked
     against the profile (reprokit.gpu), and the line that choice deserves (None: nothing to say),
     for the verb to say once its other checks have passed."""
-    environ = args.host.environ or {}
-    host = HostGpus.for_mode(requested, environ.get("CUDA_VISIBLE_DEVICES"))
-    gpu = gpu_options(profile, requested, host, allow_mismatch=args.allow_gpu_mismatch,
-                      lock_clocks=args.lock_clocks)  # clock_mhz normalised it at the door
-    return gpu, notice(gpu, host)
+    # --lock-clocks: clock_mhz normalised it at the door
+    return choose_gpu(profile, requested, args.host.environ, allow_mismatch=args.allow_gpu_mismatch,
+                      lock_clocks=args.lock_clocks)
 
 
 def gpu_from_args(args, profile, requested: str):
@@ -79,12 +77,13 @@ def gpu_from_args(args, profile, requested: str):
     return gpu
 
 
-def run_options(args, profile, *, gpu=None, **more):
-    """RunOptions from the arguments add_run_args() made: the GPU options for this host (`gpu`
-    where the verb made them with gpu_choice, else made and said here), workers, cases and
-    timeout; `more` adds the verb's own (force, plan...)."""
-    gpu = gpu or gpu_from_args(args, profile, args.mode)
-    return RunOptions(gpu, workers=args.workers or os.cpu_count() or 1, only=args.cases, case_timeout_s=args.case_timeout, **more)
+def run_options(args, **more) -> RunOptions:
+    """RunOptions from the arguments add_run_args() made: workers (default one per CPU); `more`
+    adds the verb's own (force)."""
+    return RunOptions(workers=args.workers or os.cpu_count() or 1, **more)
+
+
+
 
 
 def add_time_args(parser) -> None:

@@ -4,6 +4,8 @@ index where a case's status or verdict changes, in O(log n) compile-only capture
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from rich.progress import (
@@ -27,7 +29,7 @@ from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import make_executor
-from reprokit.options import BundleOptions, GpuOptions, Listener, RunOptions, quiet
+from reprokit.options import BundleOptions, GpuOptions, Listener, quiet
 from reprokit.run.bisect import PackageIndex, bisect, list_releases, max_captures, parse_range
 from reprokit.suite import expand_cases, load_suite
 from reprokit.userspec.plan import checked, project_run
@@ -73,15 +75,12 @@ def run(args) -> int:
         known, where = [c["id"] for c in checked(project).cases], project.shown
     if args.case not in known:
         raise UsageError(f"no case {args.case!r} in {where}; e.g. {', '.join(known[:4])}")
-    options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=args.case)
-    with project_run(project, options, args.host.tmp) as options, \
+    with project_run(project, GpuOptions(profile, "compile-only"), args.host.tmp, only=args.case) as plan, \
             make_executor(args.executor, args.host, report=quiet if args.json else say) as executor:
-        return _bisect(args, cfg, profile, lo, hi, executor, metric, options)
+        return _bisect(args, cfg, profile, lo, hi, executor, metric, plan)
 
 
-def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, options) -> int:
-    import os
-    import sys
+def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, plan) -> int:
 
     # The Python the venv stacks are built with; docker stacks pin their own, and pip on this
     # interpreter's version is the nearest question to ask.
@@ -108,7 +107,7 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, options) -> 
                     bar.console.print(f"step {step.n}: triton {step.version} ({step.stack}): {seen}{rel}")
 
         result = bisect(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
-                        listener=Steps(), metric=metric, options=options)
+                        listener=Steps(), metric=metric, plan=plan)
         bar.update(task, total=len(result.steps), completed=len(result.steps))
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))

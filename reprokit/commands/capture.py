@@ -19,6 +19,7 @@ from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
+from reprokit.options import check_case_timeout
 from reprokit.run.capture import capture, refuse_out
 from reprokit.userspec.plan import project_run
 from reprokit.userspec.project import for_run
@@ -50,7 +51,7 @@ def run(args) -> int:
     # arguments (in the GPU choice), the folder (capture() checks it again under its lock), then
     # the stack.
     gpu, line = gpu_choice(args, profile, args.mode)
-    refuse_out(args.out, args.force, (args.host.environ or {}).get("HOME"))
+    refuse_out(args.out, args.force, args.host.environ.get("HOME"))
     if args.executor == "local":
         stack = local_stack()
     else:
@@ -60,12 +61,13 @@ def run(args) -> int:
         stack = load_config().stack(args.stack)
     if line:
         say(line)
-    options = run_options(args, profile, gpu=gpu, force=args.force)
+    options = run_options(args, force=args.force)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
-    with project_run(for_run(args.project), options, args.host.tmp, stack.pins(), report=say) as options, \
-            make_executor(args.executor, args.host, with_torch=options.gpu.on_gpu, report=say,
+    with project_run(for_run(args.project), gpu, args.host.tmp, report=say, only=args.cases,
+                     timeout_s=check_case_timeout(args.case_timeout)) as plan, \
+            make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say,
                           stacks=[stack]) as executor:
-        cap = capture(stack, executor, args.out, options)
+        cap = capture(stack, executor, args.out, plan, options)
     cases = cap.results.cases
     for w in cap.warnings():
         say(f"warning: {w}")

@@ -4,6 +4,7 @@ case gained and lost per IR level, or the unified diff of one case's normalised 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from reprokit.commands._common import add_time_args, console, say, timing_options
 from reprokit.commands.argtypes import case_id, existing_path, natural
@@ -47,7 +48,6 @@ def run(args) -> int:
     a = open_result_set(args.a, key="a")
     b = open_result_set(args.b, key="b")
     if a.label == b.label:
-        from dataclasses import replace
 
         a, b = replace(a, label=f"A {a.label}"), replace(b, label=f"B {b.label}")
     problem = profile_problem(a, b)

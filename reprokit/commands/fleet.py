@@ -186,7 +186,7 @@ def run_task(args) -> int:
     if args.index_from_env and index is not None:
         raise UsageError(f"fleet task: give INDEX ({index}) or --index-from-env {args.index_from_env}, not both")
     if args.index_from_env:
-        raw = (args.host.environ or {}).get(args.index_from_env)
+        raw = args.host.environ.get(args.index_from_env)
         if raw is None or not raw.isdigit():
             raise UsageError(f"${args.index_from_env} is {raw!r}, not a task index")
         index = int(raw)

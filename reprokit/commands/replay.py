@@ -80,7 +80,7 @@ def run(args) -> int:
     with StackBars([s.name for s in req.stacks], off=args.json) as bars, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note,
                           stacks=list(req.stacks)) as executor:
-        result = replay(req, executor, RunOptions(gpu, workers=args.workers), out, listener=bars,
+        result = replay(req, executor, gpu, RunOptions(workers=args.workers), out, listener=bars,
                         timing_options=topts)
     grid, code = result.grid, result.exit_code_for(args.strict)
     for o in result.outcomes:

@@ -10,6 +10,7 @@ from reprokit.commands._common import (
     StackBars,
     add_project_arg,
     add_run_args,
+    gpu_from_args,
     outcomes_exit_code,
     print_grid,
     run_options,
@@ -18,7 +19,7 @@ from reprokit.commands.argtypes import out_dir, stack_list
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import BundleOptions
+from reprokit.options import BundleOptions, check_case_timeout
 from reprokit.run.stacks import run_stacks
 from reprokit.suite import expand_cases, load_suite, select
 from reprokit.userspec.plan import project_run
@@ -56,13 +57,14 @@ def run(args) -> int:
     if args.cases and project is None:
         # Said here, once, as capture says it: not as a failure of every stack (exit 3).
         select(expand_cases(load_suite()), args.cases)
-    options = run_options(args, profile)
-    gpu = options.gpu
+    gpu = gpu_from_args(args, profile, args.mode)
+    options = run_options(args)
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     with StackBars([s.name for s in stacks], off=args.json) as bars, \
-            project_run(project, options, args.host.tmp, report=bars.note) as options, \
+            project_run(project, gpu, args.host.tmp, report=bars.note, only=args.cases,
+                        timeout_s=check_case_timeout(args.case_timeout)) as plan, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=stacks) as executor:
-        outcomes = run_stacks(stacks, executor, options, bundle, bars)
+        outcomes = run_stacks(stacks, executor, plan, options, bundle, bars)
     if args.json:
         print(json.dumps({"gpu": profile.key, "mode": gpu.mode, "executor": executor.name, "stacks": [
             {"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,

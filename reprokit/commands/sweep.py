@@ -12,6 +12,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -31,8 +32,8 @@ from reprokit.commands.argtypes import (
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.gpu import HostGpus, gpu_options
-from reprokit.options import BundleOptions
+from reprokit.gpu import choose_gpu
+from reprokit.options import BundleOptions, Listener
 from reprokit.sweep import measured
 from reprokit.sweep.merge import merge_shards
 from reprokit.sweep.run import SweepOptions, run_sweep, targets
@@ -85,6 +86,21 @@ _RUN_ONLY = (("spec", "a SPEC"), ("project", "--project"), ("stacks", "--stacks"
              ("sass", "--sass"), ("reduced", "--reduced"), ("executor", "--executor"))
 
 
+class _Points(Listener):
+    """One bar per sweep target. No bar, no points: the sweep's watcher would stat every
+    point's folder twice a second for nobody."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.tasks: dict[str, TaskID] = {}
+        self.hears_points = not bar.disable
+
+    def points(self, key: str, done: int, total: int, state: str) -> None:
+        if key not in self.tasks:
+            self.tasks[key] = self.bar.add_task(key, total=total or None, state=state)
+        self.bar.update(self.tasks[key], completed=done, total=total or None, state=state)
+
+
 def run(args) -> int:
     if args.merge:
         given = [name for dest, name in _RUN_ONLY if getattr(args, dest)]
@@ -127,23 +143,14 @@ def _run(args, spec) -> int:
     chosen = targets(spec, cfg, opts)
     if args.mode == "gpu":
         # This host's GPU checked against each chosen profile, once, before anything runs.
-        host = HostGpus.for_mode("gpu", (args.host.environ or {}).get("CUDA_VISIBLE_DEVICES"))
-        checked = {p.key: gpu_options(p, "gpu", host) for p, _ in chosen}
+        checked = {p.key: choose_gpu(p, "gpu", args.host.environ)[0] for p, _ in chosen}
         opts = dataclasses.replace(opts, gpu=tuple(checked.values()))
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=console(),
                    disable=args.json or not console().is_terminal)
     with make_executor(executor_name, args.host, with_torch=args.mode == "gpu", report=say,
                        stacks=[s for _, s in chosen]) as executor, bar:
-        tasks = {}
-
-        def progress(key: str, done: int, total: int, state: str) -> None:
-            if key not in tasks:
-                tasks[key] = bar.add_task(key, total=total or None, state=state)
-            bar.update(tasks[key], completed=done, total=total or None, state=state)
-
-        # No bar, no progress: its watcher would stat every point's folder twice a second.
-        outcomes = run_sweep(spec, cfg, opts, bundle, executor, progress=None if bar.disable else progress)
+        outcomes = run_sweep(spec, cfg, opts, bundle, executor, listener=_Points(bar))
     if args.json:
         print(json.dumps({"sweep": spec.name, "outcomes": [
             {"stack": o.stack, "gpu": o.gpu, "bundle": str(o.bundle) if o.bundle else None, "error": o.error,

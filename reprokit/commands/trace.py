@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import time
-from dataclasses import replace
 from pathlib import Path
 
-from reprokit import locks
 from reprokit.commands import argtypes
 from reprokit.commands._common import harness_error_message, say
-from reprokit.config import Stack
-from reprokit.errors import FileSystemError, HarnessError, ProgramFailed, UsageError
-from reprokit.executors.local import LocalExecutor
-from reprokit.gpu import HostGpus, gpu_options
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
-from reprokit.records import Results
-from reprokit.run.capture import capture
-from reprokit.run.publish import publish
-from reprokit.trace import plan as trace_plan
+from reprokit.errors import HarnessError, ProgramFailed
+from reprokit.gpu import choose_gpu
+from reprokit.options import BundleOptions, GpuOptions, Listener
+from reprokit.run.trace import Traced, TraceRequest, trace
 from reprokit.trace import program
 
 
@@ -57,68 +48,28 @@ def run(args) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     program.resolve(tuple(argv))
-    profile = args.gpu
-    gpu = _gpu(args, profile)
-    interpret = not gpu.on_gpu
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
-    options = program.TraceOptions(tuple(argv), profile.to_dict(), interpret, args.tensors,
-                                   stdout_to_stderr=args.json)
-    # A locked temporary folder of ours in --out (the records and the capture): removed however
-    # the trace ends, and swept by the next writer there after a SIGKILL.
-    locks.sweep(out)
-    with locks.temp(out, ".trace", "run", is_dir=True) as tmp:
-        scratch = tmp.path
-        say(f"trace: running {' '.join(argv)}" + (" under the interpreter (no GPU)" if interpret else ""))
-        ran = program.run(options, scratch / "records", args.host.child_environ())
-        if ran.start is None:
-            raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} without importing triton: "
-                             "nothing to trace")
-        if not ran.specs:
-            # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
-            last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
-            why = f": {last[:300]}" if ran.exit_code != 0 and last else ""
-            raise UsageError(f"trace: {' '.join(argv)} exited {ran.exit_code} and launched no Triton kernel{why}")
-        say(f"trace: {len(ran.specs)} specialisation(s) in {ran.seconds:.2f} s; capturing them")
-        t0 = time.perf_counter()
-        bundle, results = _capture(args, ran, profile, gpu, scratch, argv, interpret)
-        capture_s = time.perf_counter() - t0
-    return _report(args, ran, bundle, results, capture_s)
+    req = TraceRequest(tuple(argv), _gpu(args, args.gpu), BundleOptions.from_host(args.host, args.out, share=args.share),
+                       tensors=args.tensors, workers=args.workers, stdout_to_stderr=args.json)
+    traced = trace(req, args.host, _Lines())
+    if traced.results.harness_errors():
+        say(f"reprokit: {harness_error_message(traced.stack, traced.results.harness_errors())}")
+    return _report(args, traced)
+
+
+class _Lines(Listener):
+    def note(self, line: str) -> None:
+        say(line)
 
 
 def _gpu(args, profile) -> GpuOptions:
     """The host's GPU checked against the profile as `run` does; a host without one traces under
     the interpreter (the capture is compile-only either way)."""
-    environ = args.host.environ or {}
-    return gpu_options(profile, "auto", HostGpus.detect(environ.get("CUDA_VISIBLE_DEVICES")),
-                       allow_mismatch=args.allow_gpu_mismatch)
+    gpu, _ = choose_gpu(profile, "auto", args.host.environ, allow_mismatch=args.allow_gpu_mismatch)
+    return gpu
 
 
-def _capture(args, ran, profile, gpu, scratch: Path, argv: list, interpret: bool):
-    start = ran.start
-    stem = Path(argv[1]).stem if len(argv) > 1 and argv[1].endswith(".py") else Path(argv[0]).name
-    stack = Stack(name=f"trace-{stem}", triton=start["triton"], torch=start.get("torch"),
-                  python=start.get("python_version") or platform.python_version())
-    plan = trace_plan.build(ran, profile, stack.pins())
-    kernels = scratch / "records" / "kernels"  # the extracted kernel files, the plan's whole kernel folder
-    executor = LocalExecutor(python=start["python"], host=args.host)
-    options = RunOptions(replace(gpu, mode="compile-only"), workers=args.workers, plan=plan, kernels=kernels)
-    # Captured inside the trace's own temporary folder (as `run` does): a user's <out>/<stack>-<gpu>
-    # is never touched; a failed harness run's logs are kept as <out>/<stack>-<gpu>.failed.
-    name = f"{stack.name}-{profile.key}"
-    cap = capture(stack, executor, scratch / name, options, failed_as=Path(args.out) / name)
-    trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
-                            trace_plan.summary(ran, argv, interpret, args.tensors))
-    bundle = publish(cap.out_dir, cap.origin(), BundleOptions.from_host(args.host, args.out, share=args.share))
-    if cap.harness_errors():
-        say(f"reprokit: {harness_error_message(stack.name, cap.harness_errors())}")
-    return bundle, cap.results
-
-
-def _report(args, ran, bundle: Path, results: Results, capture_s: float) -> int:
+def _report(args, traced: Traced) -> int:
+    ran, bundle, results, capture_s = traced.ran, traced.bundle, traced.results, traced.capture_s
     cases = results.cases
     if args.json:
         print(json.dumps({"bundle": str(bundle), "program": {"exit_code": ran.exit_code, "seconds": round(ran.seconds, 3)},

@@ -8,6 +8,7 @@ once per (case, level) and kept.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +136,6 @@ _SEEN_MAX = 4096
 def _normalised(level: str, data: bytes) -> str:
     """Normalised text, once per distinct file: a replay on its own stack mostly rebuilds the
     recorded bytes, and a grid's columns share many files."""
-    import hashlib
 
     key = (level, hashlib.sha256(data).digest())
     hit = _SEEN.get(key)

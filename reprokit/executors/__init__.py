@@ -10,6 +10,9 @@ The harness writes env.json, results.json, summary.tsv, cases/ and logs/ under O
 
 from __future__ import annotations
 
+import platform
+from importlib import metadata
+
 from reprokit.config import Stack
 from reprokit.errors import MissingDependency, UsageError
 from reprokit.executors.base import (
@@ -77,8 +80,6 @@ def _docker_executor(required: bool):
 
 def local_stack() -> Stack:
     """This interpreter, described as a stack."""
-    import platform
-    from importlib import metadata
 
 
     try:

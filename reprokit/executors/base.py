@@ -4,6 +4,7 @@ harness's command line and environment on this host, the SASS cache folder.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,6 @@ class Executor(ABC):
         """The temp folder of a harness run given `scratch` (as run_harness takes it), named as
         the harness will name it: where its case scratch and the compilers' temporary files go.
         A host-side harness takes `scratch` as its TMPDIR, else the host's."""
-        import os
 
         return os.path.abspath(str(scratch if scratch is not None else self.host.tmp))
 
@@ -86,7 +86,6 @@ def sass_cache(host: HostEnv) -> Path | None:
 def harness_env(host: HostEnv, extra: dict | None = None) -> dict:
     """The environment a host-side harness run gets: the host's, with reprokit importable first
     and the SASS cache named (or unset when it is off)."""
-    import os
 
     # The child gets the environment as the user set it (read once, at the edge): that is what runs.
     env = host.child_environ()

@@ -351,17 +351,6 @@ class DockerExecutor(Executor):
         self.report(f"built {tag} ({image.short_id})")
         return image
 
-    def remove_image(self, stack: Stack) -> bool:
-        """Remove the stack's image (tests and `--rebuild`); False when there was none."""
-        tag = self.image_tag(stack)
-        with _engine_errors(f"remove image {tag}", self.socket):
-            try:
-                self.client.images.remove(tag, force=True)
-            except docker.errors.ImageNotFound:
-                return False
-        self._prepared.pop(stack.name, None)
-        return True
-
     # -- containers -----------------------------------------------------------------------------
 
     def _owners(self) -> Path:

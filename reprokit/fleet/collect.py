@@ -17,6 +17,7 @@ from reprokit.errors import BundleInvalid, BundleUnusable
 from reprokit.fleet import state
 from reprokit.fleet.status import TaskStatus, status
 from reprokit.options import Report, quiet
+from reprokit.plan import Plan
 from reprokit.report import render, write
 
 
@@ -92,7 +93,8 @@ def merge_shards(parts: list[ResultSet]) -> ResultSet:
 
     first = parts[0]
     return replace(first, results=first.results.with_cases(cases),
-                   plan={**first.plan, "cases": list({c["id"]: c for rs in parts for c in rs.plan.get("cases", [])}.values())},
+                   plan=Plan.from_json(first.plan).with_cases(
+                       {c["id"]: c for rs in parts for c in rs.plan.get("cases", [])}.values()).to_json(),
                    path=None, sha256=None, _read=read, _norm={})
 
 

@@ -23,8 +23,9 @@ from reprokit.errors import ReprokitError, UsageError
 from reprokit.executors import make_executor
 from reprokit.fleet import slurm, state
 from reprokit.fleet.spec import FleetSpec
-from reprokit.gpu import HostGpus, gpu_options, notice
+from reprokit.gpu import choose_gpu
 from reprokit.options import BundleOptions, HostEnv, Report, RunOptions, quiet
+from reprokit.plan import Plan
 from reprokit.run.replay import write_kernels
 from reprokit.run.stacks import run_stacks
 
@@ -142,7 +143,7 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
     """Run task `index` of the fleet in `directory` here; the exit status for Slurm."""
     fleet = state.load(directory)
     task = fleet.task(index)
-    env = host.environ or {}
+    env = host.environ
     job = env.get("SLURM_ARRAY_JOB_ID") or env.get("SLURM_JOB_ID") or "local"
     attempt = fleet.task_dir(index) / f"attempt-{job}.json"
     record = {"task": index, "job_id": job, "raw_job_id": env.get("SLURM_JOB_ID"),
@@ -154,19 +155,18 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
             raise UsageError(f"{fleet.plan}: its sha256 is not the one the fleet froze ({fleet.plan_sha256[:12]})")
         profile = GpuProfile.from_dict(task.profile, where=f"fleet task {index}: GPU profile")
         stack = Stack.from_pins(task.stack)
-        plan = shard_plan({**bundle.plan, "profile": profile.to_dict(), "stack": task.stack}, *task.shard)
+        recorded = Plan.from_json(bundle.plan, where=f"{fleet.plan}: plan.json")
         request = FleetSpec.from_dict(fleet.spec).request(profile.key)
         workers = request.cpus_per_task or int(env.get("SLURM_CPUS_PER_TASK") or 1)
-        gpus = HostGpus.for_mode(fleet.mode, env.get("CUDA_VISIBLE_DEVICES"))
-        gpu = gpu_options(profile, fleet.mode, gpus)
-        if line := notice(gpu, gpus):
+        gpu, line = choose_gpu(profile, fleet.mode, env)
+        if line:
             report(line)
         with locks.scratch(host.tmp, "fleet") as tmp, \
                 make_executor(request.executor, host, with_torch=gpu.on_gpu, report=report, stacks=[stack]) as ex:
             kernels = Path(tmp) / "kernels"
             write_kernels(bundle, kernels)
-            options = RunOptions(gpu, workers=workers, plan={**plan, "mode": gpu.mode}, kernels=kernels)
-            out = run_stacks([stack], ex, options,
+            plan = recorded.with_gpu(gpu).for_stack(task.stack).shard(*task.shard).with_files(kernels=kernels)
+            out = run_stacks([stack], ex, plan, RunOptions(workers=workers),
                              BundleOptions.from_host(host, fleet.bundle_dir(index), parent=bundle.sha256))[0]
         # A bundle whose cases failed in the harness is kept for its evidence, but the task is
         # not done: those results are reprokit's faults, not the compiler's verdicts.
@@ -182,13 +182,3 @@ def run_task(directory: Path, index: int, host: HostEnv, config: Config, report:
         return 4 if record.get("bundle") else 3
     report(f"task {index} ({task.label}): {record['bundle']}")
     return 0
-
-
-def shard_plan(plan: dict, shard: int, shards: int) -> dict:
-    """Shard `shard` of `shards` of a plan: every shards-th case, gates kept beside what they gate."""
-    if shards == 1:
-        return plan
-    cases = plan["cases"]
-    keep = {c["id"] for i, c in enumerate(cases) if i % shards == shard - 1}
-    keep |= {c["gated_by"] for c in cases if c["id"] in keep and c.get("gated_by")}
-    return {**plan, "cases": [c for c in cases if c["id"] in keep]}

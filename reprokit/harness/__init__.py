@@ -8,6 +8,9 @@ import json
 import os
 
 FORMAT = 1
+# The plan.json format the harness reads: the host writes only this one (reprokit.plan.FORMAT;
+# it migrates older plans before staging them), so an older harness never guesses at a newer plan.
+PLAN_FORMAT = 2
 
 
 def write_json(path: str, data) -> None:

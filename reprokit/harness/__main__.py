@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-from reprokit.harness import FORMAT, write_json
+from reprokit.harness import PLAN_FORMAT, write_json
 
 
 def _stop(signum, frame):
@@ -30,8 +30,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     with open(args.plan) as f:
         plan = json.load(f)
-    if plan.get("format") != FORMAT:
-        print(f"harness: plan format {plan.get('format')!r} is not {FORMAT}", file=sys.stderr)
+    if plan.get("format") != PLAN_FORMAT:
+        print(f"harness: plan format {plan.get('format')!r} is not {PLAN_FORMAT}", file=sys.stderr)
         return 2
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     log_file = open(os.path.join(args.out, "logs", "harness.log"), "a")

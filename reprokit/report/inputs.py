@@ -5,7 +5,7 @@ from its env.json, manifest and per-case ptxas records."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -103,7 +103,6 @@ def _target(bundle: Bundle, results: Results) -> str | None:
 def _labels(fs: list[Facts]) -> list[Facts]:
     """Column headers: 'triton X' where that tells the bundles apart, else with the stack's name,
     else numbered."""
-    from dataclasses import replace
 
     short = [f"triton {f.triton}" for f in fs]
     if len(set(short)) < len(short):

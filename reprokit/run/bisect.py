@@ -18,19 +18,21 @@ import re
 import shutil
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from reprokit import locks, proc
 from reprokit.bundle.reader import open_bundle
-from reprokit.bundle.writer import publish
+from reprokit.bundle.writer import link_into_place
 from reprokit.compare.metric import Metric
 from reprokit.compare.sources import ResultSet
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.executors import Executor
 from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, RunOptions
+from reprokit.plan import Plan
 from reprokit.run.stacks import run_stacks
+from reprokit.suite import build_plan
 
 PYPI_JSON = "https://pypi.org/pypi/triton/json"
 _FINAL = re.compile(r"^\d+(?:\.\d+)*$")
@@ -153,7 +155,6 @@ class Bisection:
     metric: str = "verdict"    # what was followed (Metric.label)
 
     def to_dict(self) -> dict:
-        from dataclasses import asdict
 
         return {"case": self.case, "profile": self.profile, "metric": self.metric, "first_changed": self.first_changed,
                 "last_same": self.last_same, "answer": self.answer, "captures": len(self.steps),
@@ -171,7 +172,7 @@ def max_captures(n: int) -> int:
 
 def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, executor: Executor,
            bundle: BundleOptions, *, listener: Listener = SILENT, metric: Metric | None = None,
-           options: RunOptions | None = None) -> Bisection:
+           plan: Plan | None = None) -> Bisection:
     """Find the first release in `releases.usable` whose `metric` for `case` (default: its status
     and verdict) differs from the first release's, beyond the metric's threshold; `listener.step`
     hears each capture. Writes the two boundary bundles under bundle.out_dir (one when nothing
@@ -179,7 +180,9 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
     (executor.host.tmp, as a replay's) and dropped."""
     metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
-    options = options or RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
+    # One case at a time: a bisection's captures are small, and each starts a new stack.
+    plan = plan or build_plan(GpuOptions(profile, "compile-only"), only=case)
+    options = RunOptions(workers=1)
     versions = list(releases.usable)
     # A folder sweep() knows: a bisect killed outright leaves nothing that the next run keeps.
     scratch_temp = locks.make_temp(executor.host.tmp, "reprokit-bisect", "tmp", is_dir=True)
@@ -192,7 +195,7 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         if v in seen:
             return seen[v][0]
         stack = stack_for(v, config)
-        (o,) = run_stacks([stack], executor, options, replace(bundle, out_dir=scratch / v))
+        (o,) = run_stacks([stack], executor, plan, options, replace(bundle, out_dir=scratch / v))
         if not o.ok:
             raise _outcome_error(o)
         rec = o.results.case(case) if o.results else None
@@ -251,6 +254,6 @@ def _keep(seen: dict, versions: list, out: Path) -> tuple:
         # Published as write_bundle does: never over a different file under the name.
         with locks.hold(out / src.name, "bundle"), locks.temp(out, f".{src.name}", "partial", is_dir=False) as t:
             shutil.copyfile(src, t.path)
-            publish(t.path, out / src.name)
+            link_into_place(t.path, out / src.name)
         kept.append(out / src.name)
     return tuple(kept)

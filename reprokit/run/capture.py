@@ -27,10 +27,12 @@ from reprokit.config import Stack
 from reprokit.errors import FileSystemError, OutputExists
 from reprokit.executors import Executor
 from reprokit.options import RunOptions
+from reprokit.plan import Plan
 from reprokit.run.execute import Capture, execute, stage
-from reprokit.suite import build_plan, kernels_dir
+from reprokit.suite import kernels_dir
 
 CAPTURE = "capture"  # the marker kind of a capture folder (reprokit.locks.mark)
+ONE_WORKER = RunOptions()
 
 
 def check_out_dir(out_dir: Path, force: bool) -> bool:
@@ -66,11 +68,11 @@ def refuse_out(out_dir: Path, force: bool, home: str | None) -> None:
     check_out_dir(Path(out_dir).absolute(), force)
 
 
-def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions, *,
+def capture(stack: Stack, executor: Executor, out_dir: Path, plan: Plan, options: RunOptions = ONE_WORKER, *,
             failed_as: Path | None = None) -> Capture:
-    """Run the suite (or options.plan, for replay) in `stack` and leave a capture folder at out_dir.
-    A failed run is kept beside `failed_as` (default out_dir) as `<name>.failed[-N]`."""
-    home = (executor.host.environ or {}).get("HOME")
+    """Run `plan` in `stack` and leave a capture folder at out_dir. A failed run is kept beside
+    `failed_as` (default out_dir) as `<name>.failed[-N]`."""
+    home = executor.host.environ.get("HOME")
     locks.check_replaceable_path(out_dir, "capture", home)
     out_dir = Path(out_dir).absolute()
     try:
@@ -82,7 +84,7 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         replace = check_out_dir(out_dir, options.force)
         locks.sweep(out_dir.parent)
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work:
-            cap = _run(stack, executor, out_dir, work.path, options,
+            cap = _run(stack, executor, out_dir, work.path, plan, options,
                        Path(failed_as).absolute() if failed_as else out_dir)
             # The marker now lists what the finished capture holds: a later --force can tell additions.
             locks.mark(work.path, CAPTURE, os.listdir(work.path))
@@ -90,24 +92,15 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, options: RunOptions
         return cap
 
 
-def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, options: RunOptions,
+def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, plan: Plan, options: RunOptions,
          failed_as: Path) -> Capture:
-    profile, mode = options.profile, options.mode
-    if options.plan is None:
-        plan = build_plan(profile, stack.pins(), mode=mode, only=options.only, timeout_s=options.case_timeout_s)
-    else:  # a replayed (or declared) plan runs as given, but names the stack it now runs on
-        plan = {**options.plan, "stack": stack.pins()}
-    # On a GPU, the plan says which GPU was checked, what differed and was allowed, and the
-    # clocks asked for (the harness locks them); a replayed plan gets this host's record.
-    plan.pop("gpu", None)
-    # A capture's work folder is fresh every time: a replayed sweep's plan runs here as one pass.
-    plan.pop("resumable", None)
-    if options.gpu.record():
-        plan["gpu"] = options.gpu.record()
-    stage(work, plan, Path(options.kernels or kernels_dir()), CAPTURE)
-    if options.tensors is not None:  # the harness launches a traced call from them (harness.callgpu)
+    # The plan names the stack it now runs on (a replayed plan its new one), and runs as one pass
+    # over this fresh folder (a replayed sweep's plan is resumable where it was made).
+    plan = plan.for_stack(stack.pins()).one_pass()
+    stage(work, plan, Path(plan.kernels or kernels_dir()), CAPTURE)
+    if plan.tensors is not None:  # the harness launches a traced call from them (harness.callgpu)
         try:
-            shutil.copytree(options.tensors, work / "trace" / "tensors")
+            shutil.copytree(plan.tensors, work / "trace" / "tensors")
         except OSError as e:
             raise FileSystemError.of(work, e, "cannot write") from None
     cap = execute(plan, stack, executor, work, options, failed=lambda: f"logs in {keep_failed(work, failed_as)}",

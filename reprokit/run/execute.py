@@ -19,13 +19,14 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from reprokit import locks
 from reprokit.config import GpuProfile, Stack
 from reprokit.errors import ConfigError, FileSystemError, HarnessError
 from reprokit.executors import Executor, RunResult
 from reprokit.options import GpuOptions, Origin, RunOptions
+from reprokit.plan import Plan
 from reprokit.proc import last_line
 from reprokit.records import Results, parse_results
 
@@ -75,32 +76,32 @@ def harness_results(stack: Stack, executor: str, run: RunResult, work: Path) -> 
     return parse_results(results, HarnessError, f"{stack.name} under {executor}"), None
 
 
-def stage(workdir: Path, plan: Mapping[str, Any], kernels: Path, kind: str) -> None:
+def stage(workdir: Path, plan: Plan, kernels: Path, kind: str) -> None:
     """A fresh work folder ready for the harness: reprokit's marker of `kind` first (whatever of
     the folder survives is known for ours), then logs/, plan.json and the plan's kernel files."""
     workdir = Path(workdir)
     locks.mark(workdir, kind)
     try:
         (workdir / "logs").mkdir(exist_ok=True)
-        (workdir / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+        (workdir / "plan.json").write_text(json.dumps(plan.to_json(), indent=1, sort_keys=True) + "\n")
         copy_kernels(plan, Path(kernels), workdir / "kernels")
     except OSError as e:
         raise FileSystemError.of(workdir, e, "cannot write") from None
 
 
-def copy_kernels(plan: Mapping[str, Any], src: Path, dest: Path) -> list[str]:
+def copy_kernels(plan: Plan, src: Path, dest: Path) -> list[str]:
     """Copy the kernel sources the plan names (and the suite definition) into dest. A plan of
     declared or traced calls (kind "call") takes the whole folder: a user's kernel may import
     the modules beside it."""
     dest.mkdir(parents=True, exist_ok=True)
-    if any(c.get("kind") == "call" for c in plan["cases"]):
+    if any(c.kind == "call" for c in plan.cases):
         names = sorted(p.relative_to(src).as_posix() for p in Path(src).rglob("*")
                        if p.is_file() and "__pycache__" not in p.relative_to(src).parts)
-        missing = sorted({c.get("file") or c["kernel"]["file"] for c in plan["cases"]} - set(names))
+        missing = sorted({c.kernel_file for c in plan.cases} - set(names))
         if missing:
             raise ConfigError(f"kernel source {src / missing[0]} named by the plan does not exist")
     else:
-        names = sorted({c["kernel"]["file"] for c in plan["cases"]} | {"suite.toml"})
+        names = sorted({c.kernel_file for c in plan.cases} | {"suite.toml"})
     for name in names:
         if not (src / name).is_file():
             raise ConfigError(f"kernel source {src / name} named by the plan does not exist")
@@ -109,7 +110,7 @@ def copy_kernels(plan: Mapping[str, Any], src: Path, dest: Path) -> list[str]:
     return names
 
 
-def execute(plan: Mapping[str, Any], stack: Stack, executor: Executor, workdir: Path, options: RunOptions, *,
+def execute(plan: Plan, stack: Stack, executor: Executor, workdir: Path, options: RunOptions, *,
             failed: Callable[[], str] | None = None,
             before_run: Callable[[Path], None] | None = None, scratch_name: str = "run") -> Capture:
     """Run the harness over `workdir` (plan.json and kernels/ already there) in `stack`, and read
@@ -125,15 +126,15 @@ def execute(plan: Mapping[str, Any], stack: Stack, executor: Executor, workdir: 
             if before_run:
                 before_run(scratch)
             run = executor.run_harness(stack, workdir, workers=options.workers, timeout_s=options.run_timeout_s,
-                                       gpu=options.gpu.on_gpu, scratch=scratch)
+                                       gpu=plan.gpu.on_gpu, scratch=scratch)
         finally:
             # The harness resets clocks it locked; this covers a harness killed before it could.
-            reset_locked_clocks(options.gpu)
+            reset_locked_clocks(plan.gpu)
     results, why = harness_results(stack, executor.name, run, workdir)
     if why:
         raise HarnessError(f"{why} ({failed() if failed else f'logs in {workdir}'})")
     assert results is not None
-    return Capture(workdir, stack, options.profile, executor.name, str(plan["mode"]), facts, run, results)
+    return Capture(workdir, stack, plan.profile, executor.name, plan.mode, facts, run, results)
 
 
 def reset_locked_clocks(gpu: GpuOptions) -> bool:

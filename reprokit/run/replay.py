@@ -11,7 +11,6 @@ stacks could not run. The verb turns it into an exit code: 0 nothing moved (on i
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import json
 import zipfile
@@ -25,9 +24,9 @@ from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.compare.timing import DEFAULT, TimingOptions
 from reprokit.config import GpuProfile, Stack, stack_fields
 from reprokit.errors import BundleUnusable, ExecutorError, HarnessError, UsageError
-from reprokit.options import SILENT, BundleOptions, Listener, RunOptions
+from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, RunOptions
+from reprokit.plan import Plan
 from reprokit.run.stacks import run_stacks
-from reprokit.trace.plan import SUITE as TRACE_SUITE
 
 
 @dataclass(frozen=True)
@@ -65,18 +64,6 @@ def bundle_stack(manifest: dict) -> Stack:
     return Stack.from_pins({k: v for k, v in pins.items() if k in stack_fields() | {"name"}})
 
 
-def select_cases(plan: dict, globs: str | None) -> dict:
-    """The plan with only the cases matching comma-separated globs (all when None)."""
-    if not globs:
-        return plan
-    pats = [g.strip() for g in globs.split(",") if g.strip()]
-    cases = [c for c in plan["cases"] if any(fnmatch.fnmatchcase(c["id"], p) for p in pats)]
-    if not cases:
-        raise UsageError(f"--cases {globs!r} matches no case of the bundle's plan "
-                         f"(it has {', '.join(c['id'] for c in plan['cases'][:6])}...)")
-    return {**plan, "cases": cases}
-
-
 def _recorded(bundle, case_ids: set) -> ResultSet:
     rs = ResultSet.from_bundle(bundle, role="recorded", key="recorded",
                                label=f"recorded ({bundle.records.triton})")
@@ -99,7 +86,7 @@ def write_kernels(bundle, dest: Path) -> None:
 TENSORS = "trace/tensors/"
 
 
-def write_tensors(bundle, plan: dict, dest: Path) -> bool:
+def write_tensors(bundle, plan: Plan, dest: Path) -> bool:
     """The tensors a trace kept (trace/tensors/) for the plan's cases into dest, each checked
     first: every file trace/trace.json lists must be in the bundle, and each must be a whole
     archive as torch.save writes it (a zip whose members' CRCs hold), else BundleUnusable in one
@@ -108,8 +95,8 @@ def write_tensors(bundle, plan: dict, dest: Path) -> bool:
     if "trace/trace.json" in bundle.data:
         listed = [f for f in json.loads(bundle.read("trace/trace.json")).get("tensor_files") or []
                   if isinstance(f, str)]
-    wanted = {f"{TENSORS}{c['trace']['n']:04d}.{when}.pt" for c in plan["cases"]
-              if isinstance((c.get("trace") or {}).get("n"), int) for when in ("inputs", "outputs")}
+    wanted = {f"{TENSORS}{c.trace_n:04d}.{when}.pt" for c in plan.cases
+              if c.trace_n is not None for when in ("inputs", "outputs")}
     missing = sorted(f for f in listed if f in wanted and f not in bundle.data)
     if missing:
         raise BundleUnusable(f"{bundle.root}: trace/trace.json lists the recorded tensors {missing[0]}, "
@@ -133,11 +120,11 @@ def write_tensors(bundle, plan: dict, dest: Path) -> bool:
     return bool(names)
 
 
-def replay_mode(plan: dict) -> str:
+def replay_mode(plan: Plan) -> str:
     """The mode a replay asks for: a compile-only bundle replays compile-only, anything else
     "auto" (launched on a GPU host). A trace's plan is compile-only, since its capture only
     compiles, but its cases are launches the program made: on a GPU a replay launches them."""
-    return "compile-only" if plan.get("mode") == "compile-only" and plan.get("suite") != TRACE_SUITE else "auto"
+    return "compile-only" if plan.mode == "compile-only" and plan.source != "trace" else "auto"
 
 
 @dataclass(frozen=True)
@@ -145,7 +132,7 @@ class Request:
     """What a replay of `bundle` (a reprokit.bundle.Bundle read with every member) runs."""
 
     bundle: Any
-    plan: dict                 # the bundle's own plan, with only the cases chosen
+    plan: Plan                 # the bundle's own plan, with only the cases chosen
     profile: GpuProfile        # the GPU profile it recorded
     mode: str                  # the mode it asks for (replay_mode)
     stacks: tuple[Stack, ...]  # where it runs: the stacks chosen, else the one it recorded
@@ -155,18 +142,17 @@ class Request:
 def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = None) -> Request:
     """The Request for replaying `bundle` on `stacks` (None: its own), only the `cases` globs;
     UsageError, before anything runs, for globs that match nothing or a bundle that names no stack."""
-    plan, mode = select_cases(bundle.plan, cases), replay_mode(bundle.plan)
+    recorded = Plan.from_json(bundle.plan, where=f"{bundle.root}: plan.json")
+    plan = recorded.select(cases, what="the bundle's plan")
     chosen = (bundle_stack(bundle.manifest),) if stacks is None else tuple(stacks)
-    profile = GpuProfile.from_dict(bundle.plan["profile"], where="the bundle's plan: GPU profile")
-    return Request(bundle, plan, profile, mode, chosen, stacks is None)
+    return Request(bundle, plan, recorded.profile, replay_mode(recorded), chosen, stacks is None)
 
 
-def replay(req: Request, executor, options: RunOptions, out: BundleOptions, *,
+def replay(req: Request, executor, gpu: GpuOptions, options: RunOptions, out: BundleOptions, *,
            listener: Listener = SILENT, timing_options: TimingOptions = DEFAULT) -> Replay:
-    """Run the request's plan, with the bundle's own kernels, on its stacks; pack each run under
-    out.out_dir with the bundle's sha256 as parent, and compare. `options`: the GPU and workers
-    of the replay (the plan and kernels are the bundle's)."""
-    gpu = options.gpu
+    """Run the request's plan, with the bundle's own kernels, on its stacks, on `gpu` (the GPU
+    this host checked, and the mode); pack each run under out.out_dir with the bundle's sha256
+    as parent, and compare."""
     with locks.scratch(executor.host.tmp, "replay") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
@@ -175,10 +161,10 @@ def replay(req: Request, executor, options: RunOptions, out: BundleOptions, *,
         # compile-only there is nothing to launch, so they stay out of the new bundles.
         tensors = Path(tmp) / "tensors"
         kept = gpu.on_gpu and write_tensors(req.bundle, req.plan, tensors)
-        options = replace(options, plan={**req.plan, "mode": gpu.mode}, kernels=kernels,
-                          tensors=tensors if kept else None)
-        outcomes = run_stacks(list(req.stacks), executor, options, replace(out, parent=req.bundle.sha256), listener)
-    columns: list[ResultSet | Column] = [_recorded(req.bundle, {c["id"] for c in req.plan["cases"]})]
+        plan = req.plan.with_gpu(gpu).with_files(kernels=kernels, tensors=tensors if kept else None)
+        outcomes = run_stacks(list(req.stacks), executor, plan, options, replace(out, parent=req.bundle.sha256),
+                              listener)
+    columns: list[ResultSet | Column] = [_recorded(req.bundle, set(req.plan.ids))]
     for o in outcomes:
         columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack))
                        if o.bundle is not None else Column.failed(o.stack, _label(o.stack), o.error or "no bundle"))

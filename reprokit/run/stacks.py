@@ -21,6 +21,7 @@ from reprokit.config import Stack
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputBusy, ReprokitError
 from reprokit.executors import Executor
 from reprokit.options import SILENT, BundleOptions, Listener, RunOptions
+from reprokit.plan import Plan
 from reprokit.records import Results
 from reprokit.run.capture import capture, keep_failed
 from reprokit.run.publish import publish
@@ -42,10 +43,10 @@ class StackOutcome:
         return self.error is None
 
 
-def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bundle: BundleOptions,
+def run_stacks(stacks: list[Stack], executor: Executor, plan: Plan, options: RunOptions, bundle: BundleOptions,
                listener: Listener = SILENT) -> list[StackOutcome]:
-    """Capture and bundle each stack in turn (into bundle.out_dir); `listener.stack(name, state)`
-    hears capturing, bundling, then done or failed."""
+    """Capture `plan` on each stack in turn and bundle each (into bundle.out_dir);
+    `listener.stack(name, state)` hears capturing, bundling, then done or failed."""
     outcomes = []
     out = Path(bundle.out_dir)
     try:
@@ -58,10 +59,10 @@ def run_stacks(stacks: list[Stack], executor: Executor, options: RunOptions, bun
         locks.sweep(out)  # what killed runs left here
         for stack in stacks:
             listener.stack(stack.name, "capturing")
-            name = f"{stack.name}-{options.profile.key}"
+            name = f"{stack.name}-{plan.profile.key}"
             try:
                 with locks.temp(out, f".{name}", "run", is_dir=True) as tmp:
-                    cap = capture(stack, executor, tmp.path / name, options, failed_as=out / name)
+                    cap = capture(stack, executor, tmp.path / name, plan, options, failed_as=out / name)
                     listener.stack(stack.name, "bundling")
                     try:
                         path = publish(cap.out_dir, cap.origin(), bundle)

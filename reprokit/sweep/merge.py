@@ -16,6 +16,7 @@ from reprokit import locks
 from reprokit.bundle.reader import open_bundle
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions, Origin
+from reprokit.plan import Plan
 from reprokit.sweep.run import pack
 
 
@@ -52,7 +53,7 @@ def merge_shards(paths: list, bundle: BundleOptions, tmp_root: Path) -> tuple[Pa
         b = shards[i % count]
         cases.append(b.plan["cases"][i // count])
         records.append(b.results["cases"][i // count])
-    plan = {**first.plan, "cases": cases, "sweep": {**first.plan["sweep"], "shard": None}}
+    plan = Plan.from_json(first.plan, where=f"{first.path}: plan.json").unsharded(cases).to_json()
     results = {**shards[0].results, "cases": records}
     with locks.scratch(tmp_root, "merge") as tmp:
         work = Path(tmp) / "work"

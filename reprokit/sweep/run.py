@@ -31,7 +31,8 @@ from reprokit.errors import (
 )
 from reprokit.executors import Executor
 from reprokit.harness import write_json
-from reprokit.options import BundleOptions, GpuOptions, Origin, RunOptions
+from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, Origin, RunOptions
+from reprokit.plan import Plan
 from reprokit.records import parse_results
 from reprokit.run.execute import copy_kernels, execute
 from reprokit.run.publish import publish
@@ -113,7 +114,7 @@ def targets(spec: SweepSpec, cfg: Config, opts: SweepOptions) -> list[tuple[GpuP
     if opts.shard:  # points are dealt by their place in the grid, the same for every target
         profile, stack = out[0]
         if not build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
-                                mode=opts.mode)["cases"]:
+                                mode=opts.mode).cases:
             raise UsageError(f"--shard {opts.shard[0]}/{opts.shard[1]}: that shard of sweep {spec.name} holds no "
                              f"point; give fewer shards than the grid has points")
     return out
@@ -127,9 +128,10 @@ def work_dir(opts: SweepOptions, spec: SweepSpec, stack: Stack, profile: GpuProf
 
 
 def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOptions, executor: Executor, *,
-              progress=None) -> list[SweepOutcome]:
+              listener: Listener = SILENT) -> list[SweepOutcome]:
     """Every target of the spec; one stack's failure is recorded and the others go on.
-    progress(key, done, total, state) is called as points finish."""
+    `listener.points(key, done, total, state)` hears points finish, where it listens for them."""
+    progress = listener.points if listener.hears_points else None
     outcomes = []
     for profile, stack in targets(spec, cfg, opts):
         key = f"{stack.name}/{profile.key}"
@@ -147,13 +149,10 @@ def run_sweep(spec: SweepSpec, cfg: Config, opts: SweepOptions, bundle: BundleOp
 
 def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptions, bundle: BundleOptions,
             executor: Executor, progress=None) -> SweepOutcome:
+    # On a GPU the plan records it as NVML names it (no serial, no UUID): the same on every machine
+    # of its kind, so a sweep resumes on the next machine lent, and on no other kind of GPU.
     gpu = opts.gpu_for(profile)
-    plan = build_sweep_plan(spec, profile, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass,
-                            mode=opts.mode)
-    if gpu.record():
-        # The GPU as NVML names it (no serial, no UUID): the same on every machine of its kind, so a
-        # sweep resumes on the next machine lent, and on no other kind of GPU.
-        plan["gpu"] = gpu.record()
+    plan = build_sweep_plan(spec, gpu, stack.pins(), reduced=opts.reduced, shard=opts.shard, sass=opts.sass)
     work = work_dir(opts, spec, stack, profile)
     try:
         work.parent.mkdir(parents=True, exist_ok=True)
@@ -161,7 +160,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         raise FileSystemError.of(work.parent, e, "cannot make the sweep's work folder") from None
     with locks.hold(work, f"sweep {spec.name} on {stack.name}/{profile.key}"):
         epoch = _prepare_work(work, plan, bundle, Path(spec.kernels) if spec.kernels else kernels_dir())
-        total = len(plan["cases"])
+        total = len(plan)
         before = _count_records(work)
         noted: dict = {}
 
@@ -176,7 +175,7 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
             progress(before, total, "resuming" if before else "compiling")
             watcher = threading.Thread(target=_watch, args=(work, total, progress, stop), daemon=True)
             watcher.start()
-        options = RunOptions(gpu, workers=opts.workers, run_timeout_s=opts.run_timeout_s)
+        options = RunOptions(workers=opts.workers, run_timeout_s=opts.run_timeout_s)
         try:
             # The spine's step: its own scratch folder (reprokit-cases-*, ptxas's temporary files),
             # removed however the run ends and swept by the next after a SIGKILL.
@@ -193,14 +192,14 @@ def run_one(spec: SweepSpec, profile: GpuProfile, stack: Stack, opts: SweepOptio
         if progress:
             progress(total, total, "bundling")
         origin = Origin(stack=stack.pins(), profile=profile.to_dict(),
-                        executor=executor_facts(executor.name, facts, run.runtime, paths), mode=plan["mode"])
+                        executor=executor_facts(executor.name, facts, run.runtime, paths), mode=plan.mode)
         path, answers = pack(work, origin, dataclasses.replace(bundle, source_date_epoch=epoch), executor.host.tmp)
         if progress:
             progress(total, total, "done")
         return SweepOutcome(stack.name, profile.key, path, answers, None, ran=total - before)
 
 
-def _prepare_work(work: Path, plan: dict, bundle: BundleOptions, kernels: Path) -> int:
+def _prepare_work(work: Path, plan: Plan, bundle: BundleOptions, kernels: Path) -> int:
     """Start a work folder, or check that an existing one holds this very grid; return the epoch."""
     plan_path = work / "plan.json"
     if plan_path.is_file() and not locks.marked(work, WORK):
@@ -208,7 +207,7 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions, kernels: Path) 
                            f"{locks.MARKER} of kind {WORK!r}); it is left as it is: pass another --work")
     if plan_path.is_file():
         old = json.loads(plan_path.read_text())
-        if old != plan:
+        if old != plan.to_json():
             raise UsageError(f"{work} holds another grid (spec, stack, shard or options changed); "
                              f"remove it to start over, or pass another --work")
         state = json.loads((work / STATE).read_text())
@@ -229,7 +228,7 @@ def _prepare_work(work: Path, plan: dict, bundle: BundleOptions, kernels: Path) 
         copy_kernels(plan, kernels, work / "kernels")
         state = {"started": int(time.time())}
         (work / STATE).write_text(json.dumps(state) + "\n")
-        write_json(str(plan_path), plan)  # last, whole: a folder with a plan is a complete start
+        write_json(str(plan_path), plan.to_json())  # last, whole: a folder with a plan is a complete start
     # The bundle's one time: SOURCE_DATE_EPOCH when given, else when the sweep first started.
     return bundle.source_date_epoch if bundle.source_date_epoch is not None else int(state["started"])
 

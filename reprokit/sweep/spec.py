@@ -20,7 +20,9 @@ from pathlib import Path
 
 from reprokit.config import GpuProfile, load_toml
 from reprokit.errors import ConfigError, UsageError
-from reprokit.suite import CASE_ID, PLAN_FORMAT, kernels_dir, load_suite
+from reprokit.options import GpuOptions
+from reprokit.plan import Plan
+from reprokit.suite import CASE_ID, kernels_dir, load_suite
 from reprokit.sweep import calls
 
 VARY = ("one-at-a-time", "product")
@@ -298,9 +300,11 @@ def in_shard(index: int, shard: tuple[int, int] | None) -> bool:
     return shard is None or index % shard[1] == shard[0] - 1
 
 
-def build_sweep_plan(spec: SweepSpec, profile: GpuProfile, stack: dict, *, reduced: bool = False,
-                     shard: tuple[int, int] | None = None, sass: str | None = None,
-                     mode: str = "compile-only") -> dict:
+def build_sweep_plan(spec: SweepSpec, profile: GpuProfile | GpuOptions, stack: dict | None = None, *,
+                     reduced: bool = False, shard: tuple[int, int] | None = None, sass: str | None = None,
+                     mode: str = "compile-only") -> Plan:
+    """The sweep's plan (its shard's points) for a GPU profile or the GpuOptions of a checked GPU."""
+    gpu = profile if isinstance(profile, GpuOptions) else GpuOptions(profile, mode)
     sass = sass or spec.sass
     if sass not in SASS_POLICIES:
         raise UsageError(f"--sass {sass!r} is not one of {', '.join(SASS_POLICIES)}")
@@ -315,6 +319,5 @@ def build_sweep_plan(spec: SweepSpec, profile: GpuProfile, stack: dict, *, reduc
                     "order": {a: [_value_label(v, a) for v in vals] for a, vals in g.axes},
                     "named": {n: dict(p) for n, p in g.named}} for g in spec.groups],
     }
-    return {"format": PLAN_FORMAT, "suite": f"sweep:{spec.name}", "mode": mode, "profile": profile.to_dict(),
-            "stack": stack, "problem": {}, "sass": sass != "none", "timeout_s": spec.timeout_s,
-            "cases": cases, "sweep": grid, "resumable": True}
+    return Plan.build("sweep", f"sweep:{spec.name}", gpu, cases, stack=stack, sass=sass != "none",
+                      timeout_s=spec.timeout_s, sweep=grid, resumable=True, kernels=kernels_dir())

@@ -15,17 +15,17 @@ import shutil
 from pathlib import Path
 
 from reprokit.config import GpuProfile
-from reprokit.suite import PLAN_FORMAT
+from reprokit.options import GpuOptions
+from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
 
 SUITE = "trace"
-# The JIT's defaults on the NVIDIA backend (CUDAOptions) when a launch names neither.
-DEFAULT_WARPS, DEFAULT_STAGES = 4, 3
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
 
 def case_ids(specs) -> dict:
     """spec number -> case id: `<kernel>.<k>`, k counting that kernel's specialisations in launch order."""
-    ids, per_kernel = {}, {}
+    ids: dict[int, str] = {}
+    per_kernel: dict[str, int] = {}
     for s in specs:
         base = _SLUG.sub("-", s["kernel"].lower()).strip("-.") or "kernel"
         if not base[0].isalnum():
@@ -53,11 +53,14 @@ def chosen_configs(specs, autotune) -> dict:
     return chosen
 
 
-def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) -> dict:
-    """The plan for a ProgramRun's specialisations, in the order the program first launched them."""
+def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: float = 300.0,
+          kernels: Path | None = None) -> Plan:
+    """The plan for a ProgramRun's specialisations, in the order the program first launched them
+    (compile-only: a trace's capture compiles what the program ran; a replay may run it on a GPU);
+    `kernels`: the folder of the program's kernel files (ProgramRun's)."""
     ids = case_ids(run.specs)
     chosen = chosen_configs(run.specs, run.autotune)
-    counts = next((r["launches"] for r in run.records if r["type"] == "end"), {})
+    counts: dict[str, int] = next((r["launches"] for r in run.records if r["type"] == "end"), {})
     cases = []
     for s in run.specs:
         opts = s["call"]["options"]
@@ -88,8 +91,8 @@ def build(run, profile: GpuProfile, stack: dict, *, timeout_s: float = 300.0) ->
             "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),
             "trace": trace,
         })
-    return {"format": PLAN_FORMAT, "suite": SUITE, "mode": "compile-only", "profile": profile.to_dict(),
-            "stack": stack, "problem": {}, "sass": True, "timeout_s": float(timeout_s), "cases": cases}
+    return Plan.build("trace", SUITE, GpuOptions(profile, "compile-only"), cases, stack=stack,
+                      timeout_s=float(timeout_s), kernels=kernels)
 
 
 def summary(run, argv: list, interpret: bool, tensors: str) -> dict:

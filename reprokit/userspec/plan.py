@@ -10,20 +10,19 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 
 from reprokit import locks
 from reprokit.config import GpuProfile
 from reprokit.errors import FileSystemError, ProjectInvalid
-from reprokit.options import Report, RunOptions, quiet
-from reprokit.suite import PLAN_FORMAT, select
+from reprokit.options import GpuOptions, Report, quiet
+from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
+from reprokit.suite import build_plan as build_suite_plan
+from reprokit.suite import select
 from reprokit.userspec.check import Findings, examine
 from reprokit.userspec.project import Project
 
 DEFAULT_TIMEOUT_S = 300.0
-# What the JIT launches with when a call names neither (Triton's NVIDIA defaults).
-DEFAULT_WARPS, DEFAULT_STAGES = 4, 3
 
 
 def checked(project: Project) -> Findings:
@@ -56,14 +55,17 @@ def plan_case(c: dict, timeout_s: float) -> dict:
     return case
 
 
-def build_plan(project: Project, profile: GpuProfile, stack: dict, *, mode: str = "compile-only",
-               only: str | None = None, timeout_s: float | None = None, sass: bool = True) -> dict:
-    """The plan of the project's declared cases (those matching `only`'s globs)."""
+def build_plan(project: Project, profile: GpuProfile | GpuOptions, stack: dict | None = None, *,
+               mode: str = "compile-only", only: str | None = None, timeout_s: float | None = None,
+               sass: bool = True, kernels: Path | None = None) -> Plan:
+    """The plan of the project's declared cases (those matching `only`'s globs), for a GPU
+    profile (or the GpuOptions of a checked GPU); `kernels`: where they are staged (stage_kernels)."""
+    gpu = profile if isinstance(profile, GpuOptions) else GpuOptions(profile, mode)
     rep = checked(project)
     default = float(timeout_s or (project.raw.get("project") or {}).get("timeout_s") or DEFAULT_TIMEOUT_S)
     cases = [plan_case(c, timeout_s or default) for c in rep.cases]
-    return {"format": PLAN_FORMAT, "suite": project.name, "mode": mode, "profile": profile.to_dict(),
-            "stack": stack, "problem": {}, "sass": sass, "timeout_s": default, "cases": select(cases, only)}
+    return Plan.build("project", project.name, gpu, select(cases, only), stack=stack, sass=sass,
+                      timeout_s=default, kernels=kernels)
 
 
 def stage_kernels(project: Project, dest: Path) -> list[str]:
@@ -80,19 +82,17 @@ def stage_kernels(project: Project, dest: Path) -> list[str]:
 
 
 @contextmanager
-def project_run(project: Project | None, options: RunOptions, tmp: Path, stack: dict | None = None,
-                report: Report = quiet) -> Iterator[RunOptions]:
-    """`options` running the project's declared cases: its plan (for options' profile, mode,
-    case globs and timeout; `stack` named, or left for run_stacks to name per stack) and its
-    kernels staged in a scratch folder under `tmp`, removed when the run ends; `report` hears
-    which project runs. Without a project, `options` as they are: the control suite."""
+def project_run(project: Project | None, gpu: GpuOptions, tmp: Path, report: Report = quiet, *,
+                only: str | None = None, timeout_s: float | None = None) -> Iterator[Plan]:
+    """The plan a run executes for `gpu`, `only`'s case globs and the case timeout: a project's
+    declared cases, with its kernels staged in a scratch folder under `tmp` (removed when the run
+    ends; `report` hears which project runs), or without a project the control suite."""
     if project is None:
-        yield options
+        yield build_suite_plan(gpu, only=only, timeout_s=timeout_s)
         return
-    plan = build_plan(project, options.profile, stack or {"name": "pending"}, mode=options.mode,
-                      only=options.only, timeout_s=options.case_timeout_s)
+    mine = build_plan(project, gpu, only=only, timeout_s=timeout_s)
     # Said, because a reprokit.toml found above the current folder changes what runs.
-    report(f"project {project.name} ({project.shown}): {len(plan['cases'])} declared case(s), not the control suite")
+    report(f"project {project.name} ({project.shown}): {len(mine)} declared case(s), not the control suite")
     with locks.scratch(tmp, "kernels") as kernels:
         stage_kernels(project, kernels)
-        yield replace(options, plan=plan, kernels=kernels)
+        yield mine.with_files(kernels=kernels)

@@ -32,7 +32,7 @@ def main() -> int:
     from reprokit.harness.toolbox import load_kernel
     from reprokit.suite import build_plan
 
-    case = build_plan(load_config().gpu("h100"), {"name": "local"}, only=args.case)["cases"][0]
+    case = build_plan(load_config().gpu("h100"), {"name": "local"}, only=args.case).to_json()["cases"][0]
     recipe, why = launch.recipe_for(case)
     fn = load_kernel(os.path.join(ROOT, "kernels"), case["kernel"]["file"], case["kernel"]["function"])
     size = {"M": args.size, "N": args.size} if recipe.kind == "copy" else {"M": args.size, "N": args.size, "K": args.size}

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    plan = build_plan(load_config().gpu("h100"), {"name": "local"}, mode="gpu", only="inductor.*")
+    plan = build_plan(load_config().gpu("h100"), {"name": "local"}, mode="gpu", only="inductor.*").to_json()
     out = {}
     for case in plan["cases"]:
         root = tmp_path_factory.mktemp(case["id"])

@@ -66,7 +66,7 @@ def test_jit_copy_is_correct_and_its_tma_matches_compile_only(case_id):
     from reprokit.suite import build_plan
 
     launch, wants_tma = CASES[case_id]
-    case = build_plan(load_config().gpu("h100"), {"name": "local"}, only=case_id)["cases"][0]
+    case = build_plan(load_config().gpu("h100"), {"name": "local"}, only=case_id).to_json()["cases"][0]
     fn = load_kernel(KERNELS, case["kernel"]["file"], case["kernel"]["function"])
     x = torch.randn(M, N, device="cuda", dtype=torch.float16)
     y = torch.empty_like(x)

@@ -33,7 +33,7 @@ CASES = "block_ptr.p0,block_ptr.p2,host_descriptor.p0,tensor_descriptor.p2,tenso
 def gpu_results():
     """The harness as a stack runs it, in its own process: its case processes must fork from a
     parent that never initialised CUDA (this test process may have)."""
-    plan = build_plan(load_config().gpu("h100"), {"name": "local"}, mode="gpu", only=CASES)
+    plan = build_plan(load_config().gpu("h100"), {"name": "local"}, mode="gpu", only=CASES).to_json()
     out = tempfile.mkdtemp(prefix="reprokit-gpu-")
     with open(os.path.join(out, "plan.json"), "w") as f:
         json.dump(plan, f)

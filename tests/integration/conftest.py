@@ -12,7 +12,7 @@ import pytest
 
 from reprokit.run.capture import capture
 from reprokit.config import defaults_root
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 BASE_IMAGE = os.environ.get("REPROKIT_BASE_IMAGE") or "reprokit-base:bookworm"
 # The stacks the docker tests build: compile-only on the offline base, through the real Dockerfile.
@@ -98,7 +98,7 @@ def docker_captured(tmp_path_factory, stack_images, docker_executor, config):
     def get(name: str):
         if name not in done:
             out = tmp_path_factory.mktemp("docker-cap") / name
-            done[name] = capture(config.stack(name), docker_executor, out, opts(config.gpu("h100"), workers=2))
+            done[name] = capture(config.stack(name), docker_executor, out, *planned(config.gpu("h100"), workers=2))
         return done[name]
 
     return get

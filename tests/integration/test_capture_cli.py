@@ -14,7 +14,7 @@ from reprokit.executors import RunResult
 from reprokit.executors.local import LocalExecutor
 from reprokit.suite import build_plan
 from tests.conftest import by_id
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 
 def reprokit(*args, cwd):
@@ -53,8 +53,8 @@ def test_local_executor_without_triton_says_what_to_do(tmp_path, repo_root):
 def test_local_executor_runs_the_harness_under_the_given_interpreter(tmp_path, config, venv_executor, stack_ready):
     stack = stack_ready("triton-3.5-cu130")
     python = venv_executor.prepare(stack)["python"]
-    plan = build_plan(config.gpu("h200"), {"name": "local", "triton": "3.5.0"}, only="tensor_descriptor.p*")
-    cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap", opts(config.gpu("h200"), workers=2, plan=plan))
+    plan = build_plan(config.gpu("h200"), {"name": "local", "triton": "3.5.0"}, only="tensor_descriptor.p*").to_json()
+    cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap", *planned(config.gpu("h200"), workers=2, plan=plan))
     cases = by_id(cap)
     assert cases["tensor_descriptor.p0"]["verdict"] == "tma"
     assert cases["tensor_descriptor.p1"]["verdict"] == "rejected"
@@ -76,7 +76,7 @@ def test_a_dead_harness_leaves_a_failed_folder_not_a_capture(tmp_path, config):
 
     out = tmp_path / "cap"
     with pytest.raises(HarnessError, match="harness exited 137 under local: killed") as e:
-        capture(Stack("local", "3.6.0"), _DyingExecutor(), out, opts(config.gpu("h100"), only="block_ptr.p0"))
+        capture(Stack("local", "3.6.0"), _DyingExecutor(), out, *planned(config.gpu("h100"), only="block_ptr.p0"))
     assert not out.exists()
     failed = tmp_path / "cap.failed"
     assert (failed / "plan.json").is_file() and str(failed) in str(e.value)
@@ -95,7 +95,7 @@ def test_a_stack_that_ran_another_triton_is_refused_not_mislabelled(tmp_path, co
     out = tmp_path / "cap"
     with pytest.raises(HarnessError, match="pins triton 3.0.0, but the harness under local ran triton 3.6.0"):
         capture(config.stack("triton-3.0-cu129"), _WrongTritonExecutor(), out,
-                opts(config.gpu("h100"), only="block_ptr.p0"))
+                *planned(config.gpu("h100"), only="block_ptr.p0"))
     assert not out.exists() and (tmp_path / "cap.failed").is_dir()
 
 
@@ -118,7 +118,7 @@ def test_a_stack_that_cannot_be_prepared_leaves_nothing(tmp_path, config):
     out = tmp_path / "cap"
     with pytest.raises(ExecutorError, match="step 3/7"):
         capture(config.stack("triton-3.5-cu130"), _UnpreparableExecutor(), out,
-                opts(config.gpu("h100"), only="block_ptr.p0"))
+                *planned(config.gpu("h100"), only="block_ptr.p0"))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -154,7 +154,7 @@ def test_a_run_keeps_a_failed_stacks_logs_where_its_message_says(tmp_path, confi
     from reprokit.run.stacks import run_stacks
 
     out = tmp_path / "bundles"
-    (outcome,) = run_stacks([Stack("local", "3.6.0")], _DyingExecutor(), opts(config.gpu("h100"), only="block_ptr.p0"),
+    (outcome,) = run_stacks([Stack("local", "3.6.0")], _DyingExecutor(), *planned(config.gpu("h100"), only="block_ptr.p0"),
                             BundleOptions(out))
     failed = out / "local-h100.failed"
     assert not outcome.ok and f"(logs in {failed})" in outcome.error

@@ -13,7 +13,7 @@ import pytest
 
 from reprokit.harness import cudacpp
 from tests.conftest import by_id
-from tests.helpers.runs import opts
+from tests.helpers.runs import planned
 
 pytestmark = pytest.mark.triton
 
@@ -58,8 +58,8 @@ def test_a_broken_source_is_the_compilers_error(nvcc, stack_ready, config, venv_
     (kernels / "cuda" / "tma_copy.cu").write_text(src.replace("cp.async.bulk.commit_group;", "cp.async.bulk.commit;"))
     (kernels / "suite.toml").write_text((kernels_dir() / "suite.toml").read_text())
     stack = stack_ready("triton-3.6-cu130")
-    plan = build_plan(config.gpu("h100"), stack.pins(), only="cuda_tma.p0")
-    cap = capture(stack, venv_executor, tmp_path / "cap", opts(config.gpu("h100"), plan=plan, kernels=kernels))
+    plan = build_plan(config.gpu("h100"), stack.pins(), only="cuda_tma.p0").to_json()
+    cap = capture(stack, venv_executor, tmp_path / "cap", *planned(config.gpu("h100"), plan=plan, kernels=kernels))
     c = by_id(cap)["cuda_tma.p0"]
     assert c["status"] == "compile_error" and "error" in c["error"] and c["verdict"] != "tma", c
     assert "kernel.ptx" in c["error"] and "error" in c["error"] and str(tmp_path) not in c["error"]

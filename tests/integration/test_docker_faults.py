@@ -9,7 +9,7 @@ import pytest
 from reprokit.run.capture import capture
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 BROKEN = """ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
@@ -57,7 +57,7 @@ def test_broken_dockerfile_fails_that_stack_only(stack_images, base_image, confi
     for stack in (broken, good):  # what a multi-stack run does: record the failure, go on
         try:
             outcomes[stack.name] = capture(stack, ex, tmp_path / stack.name,
-                                           opts(config.gpu("h100"), only="block_ptr.*",
+                                           *planned(config.gpu("h100"), only="block_ptr.*",
                                                 kernels=config.path.parent / "kernels"))
         except ExecutorError as e:
             outcomes[stack.name] = e

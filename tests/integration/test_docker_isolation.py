@@ -14,7 +14,7 @@ from docker.types import Mount
 from reprokit.run.capture import capture
 from reprokit.errors import ExecutorError, HarnessError
 from reprokit.suite import build_plan, kernels_dir
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 pytestmark = pytest.mark.docker
 
@@ -40,7 +40,7 @@ def test_container_has_no_network(stack_images, docker_executor, config):
 
 def test_case_that_connects_out_fails(stack_images, docker_executor, config, tmp_path):
     """A kernel module that opens a socket at import: its case fails in the container."""
-    plan = build_plan(config.gpu("h100"), {"name": STACK, **config.stack(STACK).pins()}, only="block_ptr.p0")
+    plan = build_plan(config.gpu("h100"), {"name": STACK, **config.stack(STACK).pins()}, only="block_ptr.p0").to_json()
     (case,) = plan["cases"]
     kernels = tmp_path / "kernels"
     shutil.copytree(kernels_dir(), kernels)
@@ -48,7 +48,7 @@ def test_case_that_connects_out_fails(stack_images, docker_executor, config, tmp
     src.write_text("import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=5).close()\n"
                    + src.read_text())
     cap = capture(config.stack(STACK), docker_executor, tmp_path / "out",
-                  opts(config.gpu("h100"), plan=plan, kernels=kernels))
+                  *planned(config.gpu("h100"), plan=plan, kernels=kernels))
     (result,) = cap.results.to_json()["cases"]
     assert result["status"] != "ok"
     assert "unreachable" in json.dumps(result).lower()
@@ -68,7 +68,7 @@ def test_container_past_its_timeout_is_killed(stack_images, docker_executor, con
 
 def test_harness_timeout_is_recorded(stack_images, docker_executor, config, tmp_path):
     with pytest.raises(HarnessError, match="timed out under docker"):
-        capture(config.stack(STACK), docker_executor, tmp_path / "out", opts(config.gpu("h100"), run_timeout_s=1))
+        capture(config.stack(STACK), docker_executor, tmp_path / "out", *planned(config.gpu("h100"), run_timeout_s=1))
     assert (tmp_path / "out.failed" / "plan.json").is_file()
     assert not (tmp_path / "out").exists()
     assert docker_executor.containers() == []

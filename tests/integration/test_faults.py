@@ -262,15 +262,15 @@ def test_a_failed_run_keeps_its_logs_beside_the_bundles_over_nothing(ready, tmp_
     names, which stay as they were, and the message names where."""
     from reprokit.options import BundleOptions
     from reprokit.run.stacks import run_stacks
-    from tests.helpers.runs import opts
+    from tests.helpers.runs import planned
 
     out = tmp_path / "out"
     mine = {out / f"{STACK}-h100" / "thesis.txt": b"mine\n", out / f"{STACK}-h100.failed" / "why.txt": b"mine too\n"}
     for p, data in mine.items():
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
-    options = opts(config.gpu("h100"), only=CASES, workers=2, run_timeout_s=0.5)
-    (o,) = run_stacks([config.stack(STACK)], venv_executor, options, BundleOptions(out))
+    plan, options = planned(config.gpu("h100"), only=CASES, workers=2, run_timeout_s=0.5)
+    (o,) = run_stacks([config.stack(STACK)], venv_executor, plan, options, BundleOptions(out))
     kept = out / f"{STACK}-h100.failed-2"
     assert not o.ok and "timed out" in o.error and f"logs in {kept}" in o.error
     assert (kept / "plan.json").is_file() and (kept / "logs").is_dir()

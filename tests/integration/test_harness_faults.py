@@ -10,7 +10,7 @@ from reprokit.run.capture import capture
 from reprokit.executors.local import LocalExecutor
 from reprokit.suite import build_plan, kernels_dir
 from tests.conftest import by_id
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 pytestmark = pytest.mark.triton
 
@@ -28,7 +28,7 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     (kernels / "segv.py").write_text(SEGV)
     (kernels / "hang.py").write_text(HANG)
     (kernels / "exit.py").write_text(EXIT)
-    plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0")
+    plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0").to_json()
     real = plan["cases"][0]
     plan["cases"] = [
         {**real, "id": "fault.segv", "kernel": {"file": "segv.py", "function": "copy_p0"}},
@@ -38,7 +38,7 @@ def test_segfault_and_hang_become_results(tmp_path, config, venv_executor, stack
     ]
     python = venv_executor.prepare(stack)["python"]
     cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap",
-                  opts(config.gpu("h100"), workers=2, plan=plan, kernels=kernels))
+                  *planned(config.gpu("h100"), workers=2, plan=plan, kernels=kernels))
     cases = by_id(cap)
     segv, hang = cases["fault.segv"], cases["fault.hang"]
     assert segv["status"] == "crash" and segv["signal"] == "SIGSEGV" and segv["verdict"] == "crashed"
@@ -69,7 +69,7 @@ def test_faults_while_waiting_for_a_worker(tmp_path, config, venv_executor, stac
     shutil.copytree(kernels_dir(), kernels)
     for name, text in (("segv.py", SEGV), ("hang.py", HANG), ("raise.py", RAISE)):
         (kernels / name).write_text(text)
-    plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0,block_ptr.p0")
+    plan = build_plan(config.gpu("h100"), stack.pins(), only="tensor_descriptor.p0,block_ptr.p0").to_json()
     real, block = (next(c for c in plan["cases"] if c["id"] == i) for i in ("tensor_descriptor.p0", "block_ptr.p0"))
     plan["cases"] = [
         real,
@@ -80,7 +80,7 @@ def test_faults_while_waiting_for_a_worker(tmp_path, config, venv_executor, stac
     ]
     python = venv_executor.prepare(stack)["python"]
     cap = capture(stack, LocalExecutor(python=python, host=host()), tmp_path / "cap",
-                  opts(config.gpu("h100"), workers=1, plan=plan, kernels=kernels))
+                  *planned(config.gpu("h100"), workers=1, plan=plan, kernels=kernels))
     cases = by_id(cap)
     assert cases["fault.segv"]["status"] == "crash" and cases["fault.segv"]["signal"] == "SIGSEGV"
     hang = cases["fault.hang"]

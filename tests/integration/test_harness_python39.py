@@ -11,7 +11,7 @@ from reprokit.run.capture import capture
 from reprokit.errors import ExecutorError
 from reprokit.executors.venv import VenvExecutor
 from tests.conftest import by_id, skip_or_fail_triton
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 pytestmark = pytest.mark.triton
 
@@ -38,7 +38,7 @@ def test_harness_on_python_3_9_with_triton_3_0(tmp_path, config):
         ex.prepare(stack)
     except ExecutorError as e:
         skip_or_fail_triton(str(e))
-    cap = capture(stack, ex, tmp_path / "cap", opts(config.gpu("h100"), workers=2,
+    cap = capture(stack, ex, tmp_path / "cap", *planned(config.gpu("h100"), workers=2,
                                                     only="block_ptr.p0,experimental_descriptor.p*"))
     cases = by_id(cap)
     assert cases["block_ptr.p0"]["verdict"] == "no-tma"

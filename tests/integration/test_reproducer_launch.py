@@ -56,7 +56,7 @@ print(json.dumps({{"call": spec, "gpu": {{"status": "ok", "device": "cpu (the in
 
 @pytest.fixture(scope="module")
 def plan():
-    return build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"})
+    return build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"}).to_json()
 
 
 def _write(path: Path, text: str, plant=None) -> Path:
@@ -89,7 +89,7 @@ def _run(python: str, script: Path, *args: str, interpret: bool = True) -> tuple
 def call_case(interp_python, tmp_path_factory):  # noqa: F811
     """(the plan, the call case, its record as the harness makes one) for tests/data/launch_add."""
     profile = load_config().gpu("h100")
-    plan = userplan.build_plan(load_project(PROJECT / "reprokit.toml"), profile, {"name": "interp", "triton": "3.6.0"})
+    plan = userplan.build_plan(load_project(PROJECT / "reprokit.toml"), profile, {"name": "interp", "triton": "3.6.0"}).to_json()
     case = plan["cases"][0]
     home = tmp_path_factory.mktemp("record")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TRITON_CACHE_DIR": str(home / "cache"), "TRITON_INTERPRET": "1"}

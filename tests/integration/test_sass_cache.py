@@ -14,7 +14,7 @@ from reprokit.executors.local import LocalExecutor
 from reprokit.options import HostEnv
 from reprokit.suite import build_plan
 from tests.conftest import by_id
-from tests.helpers.runs import host, opts
+from tests.helpers.runs import host, planned
 
 pytestmark = pytest.mark.triton
 
@@ -23,10 +23,10 @@ CASES = "tensor_descriptor.p0,block_ptr.p*"
 
 def _capture(tmp_path, name, config, venv_executor, stack, sass_cache):
     """A capture in the stack's venv, with the SASS cache at `sass_cache` (None: off)."""
-    plan = build_plan(config.gpu("h100"), stack.pins(), only=CASES)
+    plan = build_plan(config.gpu("h100"), stack.pins(), only=CASES).to_json()
     executor = LocalExecutor(python=venv_executor.prepare(stack)["python"],
                              host=replace(venv_executor.host, sass_cache=sass_cache))
-    return capture(stack, executor, tmp_path / name, opts(config.gpu("h100"), workers=2, plan=plan))
+    return capture(stack, executor, tmp_path / name, *planned(config.gpu("h100"), workers=2, plan=plan))
 
 
 def _sass(cap) -> dict:

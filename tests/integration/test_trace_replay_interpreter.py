@@ -240,6 +240,7 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
     # on the host, before anything runs: a bundle whose kept tensors are truncated or missing
     from reprokit.bundle.reader import open_bundle
     from reprokit.run.replay import write_tensors
+    from reprokit.plan import Plan
 
     for what in ("truncated", "missing"):
         cap = tmp_path / what
@@ -254,7 +255,7 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
         (tgz,) = (tmp_path / f"{what}-out").glob("*.tgz")
         bundle = open_bundle(tgz)
         with pytest.raises(BundleUnusable) as e:
-            write_tensors(bundle, bundle.plan, tmp_path / f"{what}-staged")
+            write_tensors(bundle, Plan.from_json(bundle.plan), tmp_path / f"{what}-staged")
         msg = str(e.value)
         assert "\n" not in msg
         assert ("0001.inputs.pt are corrupt" in msg) if what == "truncated" else \
@@ -263,7 +264,7 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
 
     # the intact bundle stages every file it kept
     bundle = open_bundle(traced["a_tgz"])
-    assert write_tensors(bundle, bundle.plan, tmp_path / "staged")
+    assert write_tensors(bundle, Plan.from_json(bundle.plan), tmp_path / "staged")
     assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == [
         f"{n:04d}.{w}.pt" for n in range(1, 6) for w in ("inputs", "outputs")]
 
@@ -273,9 +274,9 @@ def test_a_capture_given_the_kept_tensors_stages_and_packs_them(traced, tmp_path
     the harness reads them) and packed into its bundle, so a replay of the replay has them. Run
     compile-only here, through the real harness in the interpreter venv."""
     from reprokit.bundle.reader import open_bundle
-    from reprokit.config import GpuProfile
     from reprokit.executors.local import LocalExecutor
-    from reprokit.options import BundleOptions, GpuOptions, RunOptions
+    from reprokit.options import BundleOptions
+    from reprokit.plan import Plan
     from reprokit.run.capture import capture
     from reprokit.run.publish import publish
     from reprokit.run.replay import bundle_stack, write_kernels, write_tensors
@@ -284,11 +285,10 @@ def test_a_capture_given_the_kept_tensors_stages_and_packs_them(traced, tmp_path
     bundle = open_bundle(traced["a_tgz"])
     kernels, tensors = tmp_path / "kernels", tmp_path / "tensors"
     write_kernels(bundle, kernels)
-    assert write_tensors(bundle, bundle.plan, tensors)
-    options = RunOptions(GpuOptions(GpuProfile.from_dict(bundle.plan["profile"]), "compile-only"), plan=bundle.plan,
-                         kernels=kernels, tensors=tensors)
+    plan = Plan.from_json(bundle.plan)
+    assert write_tensors(bundle, plan, tensors)
     cap = capture(bundle_stack(bundle.manifest), LocalExecutor(python=traced["python"], host=host()),
-                  tmp_path / "cap", options)
+                  tmp_path / "cap", plan.with_files(kernels=kernels, tensors=tensors))
     assert [c.status for c in cap.results.cases] == ["ok"] * len(IDS)
     staged = sorted(p.name for p in (cap.out_dir / "trace" / "tensors").iterdir())
     assert staged == sorted(p.name for p in tensors.iterdir())

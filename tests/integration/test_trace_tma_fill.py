@@ -50,12 +50,20 @@ def traced(tmp_path_factory):
     assert p.returncode == 0, p.stderr[-2000:]
     run = parse(out, p.returncode, 0.0, "")
     profile = load_config().gpu("h100")
-    return python, trace_plan.build(run, profile, {"name": "t", "triton": "3.0.0", "python": "3.11"})
+    return python, trace_plan.build(run, profile, {"name": "t", "triton": "3.0.0", "python": "3.11"}).to_json()
 
 
 def _fill(rank, dims, block, esize, base, **extra):
     return {"api": f"driver.active.utils.fill_{rank}d_tma_descriptor", "rank": rank, "dims": dims, "block": block,
             "element_size": esize, "base": base, "offset": 0, "base_found": True, **extra}
+
+
+def test_the_trace_plan_reads_back_as_the_plan_the_recorder_built(traced):
+    from reprokit.plan import Plan
+
+    _, plan = traced
+    again = Plan.from_json(json.loads(json.dumps(plan)))
+    assert again.source == "trace" and again.to_json() == plan and all(c.trace_n is not None for c in again)
 
 
 def test_each_fill_is_recorded_by_the_argument_it_became(traced):
@@ -191,7 +199,7 @@ def test_a_replay_launches_through_descriptors_filled_over_its_own_tensors(tmp_p
     p = subprocess.run([python, str(PROGRAM.with_name("descriptor_address_standin.py"))], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0 and "y == 2x" in p.stdout, p.stderr[-2000:]
-    plan = trace_plan.build(parse(out, 0, 0.0, ""), load_config().gpu("h100"), {"name": "t", "triton": "3.3.1"})
+    plan = trace_plan.build(parse(out, 0, 0.0, ""), load_config().gpu("h100"), {"name": "t", "triton": "3.3.1"}).to_json()
     x = {"tensor": [300], "dtype": "float16", "strides": [1], "align": 16}
     create = {"api": "triton.tools.experimental_descriptor.create_1d_tma_descriptor"}
     assert {c["id"]: c["trace"]["tma_fills"] for c in plan["cases"]} == {

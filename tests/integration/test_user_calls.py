@@ -17,7 +17,7 @@ import pytest
 from reprokit.run.capture import capture
 from reprokit.suite import build_plan
 from tests.conftest import by_id
-from tests.helpers.runs import opts
+from tests.helpers.runs import planned
 
 pytestmark = pytest.mark.triton
 
@@ -69,16 +69,15 @@ CASES = [
 ]
 
 
-def call_plan(config, stack) -> dict:
-    plan = build_plan(config.gpu("h100"), stack.pins(), only="block_ptr.p0")
-    return {**plan, "cases": [dict(c) for c in CASES]}
+def call_plan(config, stack):
+    return build_plan(config.gpu("h100"), stack.pins(), only="block_ptr.p0").with_cases([dict(c) for c in CASES])
 
 
 @pytest.fixture(scope="module", params=RELEASES)
 def release(request, config, venv_executor, stack_ready, tmp_path_factory):
     stack = stack_ready(request.param)
     out = tmp_path_factory.mktemp("calls") / request.param
-    cap = capture(stack, venv_executor, out, opts(config.gpu("h100"), workers=2, plan=call_plan(config, stack),
+    cap = capture(stack, venv_executor, out, *planned(config.gpu("h100"), workers=2, plan=call_plan(config, stack),
                                                   kernels=KERNELS))
     return request.param, stack, cap
 
@@ -270,7 +269,7 @@ def test_a_plan_written_on_one_release_replays_on_another_without_expanding_agai
     for other in ("triton-3.4-cu129", "triton-3.9-cu132"):
         st = stack_ready(other)
         again = capture(st, venv_executor, tmp_path / other,
-                        opts(config.gpu("h100"), workers=2, plan={**plan, "stack": st.pins()}, kernels=KERNELS))
+                        *planned(config.gpu("h100"), workers=2, plan={**plan, "stack": st.pins()}, kernels=KERNELS))
         assert [c["id"] for c in again.results.to_json()["cases"]] == [c["id"] for c in plan["cases"]]
         assert json.loads((again.out_dir / "plan.json").read_text())["cases"] == plan["cases"]
         assert by_id(again)["matmul.persistent.cfg2"]["call"]["autotune"]["config"] == 2
@@ -320,8 +319,8 @@ BAD = [
 
 def test_bad_calls_each_get_a_clear_result_and_the_rest_still_compile(config, venv_executor, stack_ready, tmp_path):
     st = stack_ready("triton-3.6-cu130")
-    plan = {**build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0"), "cases": [dict(c) for c in BAD]}
-    cap = capture(st, venv_executor, tmp_path / "bad", opts(config.gpu("h100"), workers=2, plan=plan, kernels=KERNELS))
+    plan = build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0").with_cases([dict(c) for c in BAD])
+    cap = capture(st, venv_executor, tmp_path / "bad", *planned(config.gpu("h100"), workers=2, plan=plan, kernels=KERNELS))
     got = by_id(cap)
     assert got["bad.missing-arg"]["status"] == "compile_error"
     assert "the JIT refused the call" in got["bad.missing-arg"]["error"] and "N" in got["bad.missing-arg"]["error"]
@@ -341,9 +340,9 @@ def test_suite_cases_beside_declared_calls_are_judged_as_without_them(config, ve
     leave the suite's compiles and verdicts as they are."""
     st = stack_ready("triton-3.6-cu130")
     suite = build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0,tensor_descriptor.p0,host_descriptor.p0")
-    plan = {**suite, "cases": suite["cases"] + [dict(CASES[3])]}
+    plan = suite.with_cases([*suite.cases, dict(CASES[3])])
     kernels = _merge_kernels(tmp_path / "kernels")
-    cap = capture(st, venv_executor, tmp_path / "mixed", opts(config.gpu("h100"), workers=2, plan=plan, kernels=kernels))
+    cap = capture(st, venv_executor, tmp_path / "mixed", *planned(config.gpu("h100"), workers=2, plan=plan, kernels=kernels))
     got = by_id(cap)
     assert got["block_ptr.p0"]["verdict"] == "no-tma" and got["block_ptr.p0"]["met"] is False
     for cid in ("tensor_descriptor.p0", "host_descriptor.p0"):
@@ -372,7 +371,7 @@ def test_a_kernel_file_imports_the_modules_beside_it(stack, config, stack_ready,
     shutil.copytree(KERNELS / "pkg", tmp_path / "kernels" / "pkg")
     case = {"id": "copy2d", "kind": "call", "file": "pkg/copy2d.py", "function": "copy2d", "expect": "no-tma",
             "call": {"args": {"src": T([1000, 512]), "dst": T([1000, 512]), "M": 1000, "N": 512}, "grid": [64]}}
-    plan = {**build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0"), "cases": [case]}
+    plan = build_plan(config.gpu("h100"), st.pins(), only="block_ptr.p0").with_cases([case]).to_json()
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
     p = subprocess.run([_venv_python(stack), "-m", "reprokit.harness", "--plan", "plan.json",

@@ -56,13 +56,13 @@ def test_profile_overrides_and_sbatch_args(repo_root):
 def test_shards_cover_the_plan_once_and_keep_gates():
     cfg = load_config()
     plan = build_plan(cfg.gpu("h100"), cfg.stack("triton-3.6-cu130").pins())
-    ids = [c["id"] for c in plan["cases"]]
+    ids = plan.ids
     seen = []
     for i in (1, 2, 3):
-        part = task.shard_plan(plan, i, 3)
-        got = [c["id"] for c in part["cases"]]
+        part = plan.shard(i, 3)
+        got = part.ids
         assert got == [x for x in ids if x in got]           # plan order
-        for c in part["cases"]:
+        for c in part.cases:
             assert not c.get("gated_by") or c["gated_by"] in got
         seen += [x for j, x in enumerate(ids) if j % 3 == i - 1]
     assert sorted(seen) == sorted(ids)

@@ -92,7 +92,7 @@ def test_lock_clocks_is_asked_for_and_needs_a_gpu_run(cfg):
 
 
 def test_plan_records_the_gpu_check_and_validates(cfg):
-    plan = build_plan(cfg.gpu("h200"), {"name": "local", "triton": "3.6.0"}, mode="gpu", only="block_ptr.p0")
+    plan = build_plan(cfg.gpu("h200"), {"name": "local", "triton": "3.6.0"}, mode="gpu", only="block_ptr.p0").to_json()
     plan["gpu"] = gpu_options(cfg.gpu("h200"), "auto", HostGpus((H100,)), allow_mismatch=True).record()
     assert schemas.problems("plan.json", json.loads(json.dumps(plan))) == []
     plan["gpu"]["lock_clocks"] = "fast"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.bundle.reader import open_bundle, verify
-from reprokit.run.replay import replay_mode
+from reprokit.run.replay import request
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "bundles" / "examples"
 NAMES = {"trace": "h100-trace-triton-3.6.0.tgz", "replay": "h100-trace-triton-3.6.0-replay.tgz",
@@ -73,9 +73,9 @@ def test_the_36_trace_ran_on_the_gpu_and_captured_each_specialisation_with_tma(b
 
 
 def test_a_trace_bundle_replays_launched_on_a_gpu_while_a_compile_only_run_does_not(bundles):
-    assert replay_mode(bundles["trace"].plan) == "auto"
-    assert replay_mode(open_bundle(EXAMPLES / "triton-3.0-cu129-h100.tgz").plan) == "compile-only"
-    assert replay_mode(bundles["replay"].plan) == "auto"
+    assert request(bundles["trace"]).mode == "auto"
+    assert request(open_bundle(EXAMPLES / "triton-3.0-cu129-h100.tgz")).mode == "compile-only"
+    assert request(bundles["replay"]).mode == "auto"
 
 
 def test_the_replay_launched_every_case_deterministically_and_timed_it(bundles):

@@ -22,7 +22,7 @@ GOLDEN = Path(__file__).resolve().parents[2] / "bundles" / "golden"
 
 @pytest.fixture(scope="module")
 def plan():
-    return build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"})
+    return build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"}).to_json()
 
 
 def _case(plan, cid):

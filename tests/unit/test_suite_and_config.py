@@ -51,7 +51,7 @@ def _suite_with_p1(**p1) -> dict:
 
 
 def test_negative_controls_name_their_rejections_in_the_plan(cfg):
-    plan = suite_mod.build_plan(cfg.gpu("h100"), {"name": "x", "triton": "3.6.0"}, only="*.p1,*.p0")
+    plan = suite_mod.build_plan(cfg.gpu("h100"), {"name": "x", "triton": "3.6.0"}, only="*.p1,*.p0").to_json()
     cases = {c["id"]: c for c in plan["cases"]}
     assert cases["block_ptr.p1"]["reject"] == [] and cases["block_ptr.p0"]["reject"] == []
     assert cases["tensor_descriptor.p1"]["reject"] == [
@@ -101,11 +101,11 @@ def test_suite_has_every_family_and_control():
 
 
 def test_plan_selection_pulls_in_gates(cfg):
-    plan = suite_mod.build_plan(cfg.gpu("h100"), {"name": "x", "triton": "3.6.0"}, only="block_ptr.p2")
+    plan = suite_mod.build_plan(cfg.gpu("h100"), {"name": "x", "triton": "3.6.0"}, only="block_ptr.p2").to_json()
     assert [c["id"] for c in plan["cases"]] == ["block_ptr.p0", "block_ptr.p2"]
     assert plan["profile"]["smem_per_block"] == 232448 and plan["format"] == suite_mod.PLAN_FORMAT
     with pytest.raises(UsageError, match="matches no case"):
-        suite_mod.build_plan(cfg.gpu("h100"), {"name": "x"}, only="nothing*")
+        suite_mod.build_plan(cfg.gpu("h100"), {"name": "x"}, only="nothing*").to_json()
 
 
 @pytest.mark.parametrize("mutate,message", [

@@ -71,7 +71,7 @@ def test_one_at_a_time_starts_at_the_base_and_moves_one_axis(tiny):
 
 
 def test_cases_fill_templates_hints_and_sass_policy(tiny, config):
-    plan = S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"})
+    plan = S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"}).to_json()
     cases = {c["id"]: c for c in plan["cases"]}
     assert cases["copy.dtype-fp32"]["signature"]["src"] == "*fp32"
     assert cases["copy.base"]["divisible_by_16"] == ["src", "dst"]
@@ -93,8 +93,8 @@ def test_reduced_grid_keeps_only_the_named_values(tiny):
 
 
 def test_shards_partition_the_grid(tiny, config):
-    full = [c["id"] for c in S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"})["cases"]]
-    parts = [S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"}, shard=(i, 3))["cases"] for i in (1, 2, 3)]
+    full = [c["id"] for c in S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"}).to_json()["cases"]]
+    parts = [S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"}, shard=(i, 3)).to_json()["cases"] for i in (1, 2, 3)]
     ids = [c["id"] for part in parts for c in part]
     assert sorted(ids) == sorted(full) and len(ids) == len(full)
     assert [c["id"] for c in parts[1]] == full[1::3]
@@ -116,7 +116,7 @@ def test_shipped_sweeps_expand(name, config):
     sp = S.load_spec(name)
     full, reduced = S.expand(sp), S.expand(sp, reduced=True)
     assert len(reduced) < len(full)
-    plan = S.build_sweep_plan(sp, config.gpu("h100"), {"name": "x"})
+    plan = S.build_sweep_plan(sp, config.gpu("h100"), {"name": "x"}).to_json()
     assert not schemas.problems("plan.json", plan)
     if name == "gemm-configs":
         assert len(full) == 2 * 3 * 3 * 3 * 3 * 5
@@ -131,7 +131,7 @@ def _rec(cid, status="ok", verdict="tma", shared=1000, error=None, fpass=None):
 
 
 def test_boundaries_are_the_nearest_flips_on_each_side(tiny, config):
-    plan = S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"})
+    plan = S.build_sweep_plan(tiny, config.gpu("h100"), {"name": "x"}).to_json()
     recs = {c["id"]: _rec(c["id"], shared=(300000 if "bk128" in c["id"] and "num_stages4" in c["id"] else 1000))
             for c in plan["cases"]}
     recs["copy.bn-8"] = _rec("copy.bn-8", "compile_error", "error", error="box too small")

@@ -47,7 +47,7 @@ def line_of(text: str, needle: str, after: str = "") -> int:
 
 def plan_of(proj: Path, name: str, reduced: bool = False) -> dict:
     spec = sweeps.load(projects.load(proj / "reprokit.toml"), name, str(proj / "kernels"))
-    return build_sweep_plan(spec, load_config().gpu("h100"), {"name": "triton-3.6-cu130"}, reduced=reduced)
+    return build_sweep_plan(spec, load_config().gpu("h100"), {"name": "triton-3.6-cu130"}, reduced=reduced).to_json()
 
 
 def test_the_shipped_example_project_checks_clean_and_names_its_sweeps(proj):

@@ -214,7 +214,7 @@ def test_a_project_plans_normalised_calls_and_stages_its_kernel_folders(tmp_path
     proj = load(project(tmp_path, GOOD) / "reprokit.toml")
     assert examine(proj).problems == []
     prof = load_config().gpu("h100")
-    plan = userplan.build_plan(proj, prof, {"name": "triton-3.6-cu130"}, timeout_s=42)
+    plan = userplan.build_plan(proj, prof, {"name": "triton-3.6-cu130"}, timeout_s=42).to_json()
     (case,) = plan["cases"]
     assert plan["suite"] == "mine" and case["kind"] == "call" and case["kernel"] == {"file": "mm.py", "function": "mm"}
     assert case["call"] == {
@@ -226,14 +226,14 @@ def test_a_project_plans_normalised_calls_and_stages_its_kernel_folders(tmp_path
     assert (case["configs"], case["expect"], case["num_warps"], case["num_stages"], case["timeout_s"]) == \
         ([1], "sass:UTMALDG", 4, 4, 42.0)
     with pytest.raises(Exception, match="matches no case"):
-        userplan.build_plan(proj, prof, {"name": "s"}, only="nothing.*")
+        userplan.build_plan(proj, prof, {"name": "s"}, only="nothing.*").to_json()
     staged = tmp_path / "staged"
     names = userplan.stage_kernels(proj, staged)
     assert names == ["helpers/acts.py", "mm.py"]   # the helper module too; no __pycache__
     assert (staged / "mm.py").read_text() == MATMUL
     (tmp_path / "reprokit.toml").write_text(GOOD.replace("id = ", "idd = "))
     with pytest.raises(ProjectInvalid) as e:
-        userplan.build_plan(load(tmp_path / "reprokit.toml"), prof, {"name": "s"})
+        userplan.build_plan(load(tmp_path / "reprokit.toml"), prof, {"name": "s"}).to_json()
     assert any("unknown key 'idd'" in p for p in e.value.problems)
 
 

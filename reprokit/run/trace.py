@@ -1,0 +1,108 @@
+"""A trace, from a command to a bundle: run the program under the recorder, build the trace's plan
+from what it launched, capture that plan in the program's own Triton, and pack one bundle with the
+trace's files (trace.json, the program's sources, kept tensors) beside the capture.
+
+The verb (`commands/trace.py`) turns its arguments into a `TraceRequest` and shows the `Traced`
+this returns; progress comes up through the Listener, as for every other run.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit import locks
+from reprokit.config import Stack
+from reprokit.errors import FileSystemError, UsageError
+from reprokit.executors.local import LocalExecutor
+from reprokit.options import SILENT, BundleOptions, GpuOptions, HostEnv, Listener, RunOptions
+from reprokit.records import Results
+from reprokit.run.capture import capture
+from reprokit.run.publish import publish
+from reprokit.trace import plan as trace_plan
+from reprokit.trace import program
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """What one trace asks for: the command as the user would run it, the GPU options (the host's
+    GPU checked against the profile; none: the program runs under Triton's interpreter), which
+    tensors to keep, and where and how the bundle is packed."""
+
+    argv: tuple[str, ...]
+    gpu: GpuOptions
+    bundle: BundleOptions
+    tensors: str = "none"
+    workers: int = 2
+    stdout_to_stderr: bool = False  # --json: the program's stdout must not reach ours
+
+    @property
+    def interpret(self) -> bool:
+        return not self.gpu.on_gpu
+
+
+@dataclass(frozen=True)
+class Traced:
+    """How the program ran (program.ProgramRun), the bundle, its results, the capture's seconds,
+    and the stack the capture named for the program's own Triton."""
+
+    ran: program.ProgramRun
+    bundle: Path
+    results: Results
+    capture_s: float
+    stack: str
+
+
+def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Traced:
+    """Run req.argv with the recorder, capture what it launched, pack the bundle under
+    req.bundle.out_dir. UsageError when the program never imported Triton or launched nothing."""
+    program.resolve(req.argv)
+    out = Path(req.bundle.out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
+    options = program.TraceOptions(req.argv, req.gpu.profile.to_dict(), req.interpret, req.tensors,
+                                   stdout_to_stderr=req.stdout_to_stderr)
+    command = " ".join(req.argv)
+    # A locked temporary folder of ours in the bundle folder (the records and the capture):
+    # removed however the trace ends, and swept by the next writer there after a SIGKILL.
+    locks.sweep(out)
+    with locks.temp(out, ".trace", "run", is_dir=True) as tmp:
+        scratch = tmp.path
+        listener.note(f"trace: running {command}" + (" under the interpreter (no GPU)" if req.interpret else ""))
+        ran = program.run(options, scratch / "records", host.child_environ())
+        if ran.start is None:
+            raise UsageError(f"trace: {command} exited {ran.exit_code} without importing triton: nothing to trace")
+        if not ran.specs:
+            # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
+            last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
+            why = f": {last[:300]}" if ran.exit_code != 0 and last else ""
+            raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel{why}")
+        listener.note(f"trace: {len(ran.specs)} specialisation(s) in {ran.seconds:.2f} s; capturing them")
+        t0 = time.perf_counter()
+        bundle, results, stack = _capture(req, ran, host, scratch)
+        return Traced(ran, bundle, results, time.perf_counter() - t0, stack)
+
+
+def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch: Path) -> tuple[Path, Results, str]:
+    start = ran.start or {}
+    argv = req.argv
+    stem = Path(argv[1]).stem if len(argv) > 1 and argv[1].endswith(".py") else Path(argv[0]).name
+    stack = Stack(name=f"trace-{stem}", triton=start["triton"], torch=start.get("torch"),
+                  python=start.get("python_version") or platform.python_version())
+    # The extracted kernel files are the plan's whole kernel folder. The capture compiles what
+    # the program launched: compile-only, whatever GPU the program ran on.
+    plan = trace_plan.build(ran, req.gpu.profile, kernels=scratch / "records" / "kernels")
+    executor = LocalExecutor(python=start["python"], host=host)
+    # Captured inside the trace's own temporary folder (as `run` does): a user's <out>/<stack>-<gpu>
+    # is never touched; a failed harness run's logs are kept as <out>/<stack>-<gpu>.failed.
+    name = f"{stack.name}-{req.gpu.profile.key}"
+    cap = capture(stack, executor, scratch / name, plan, RunOptions(workers=req.workers),
+                  failed_as=Path(req.bundle.out_dir) / name)
+    trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
+                            trace_plan.summary(ran, list(argv), req.interpret, req.tensors))
+    bundle = publish(cap.out_dir, cap.origin(), req.bundle)
+    return bundle, cap.results, stack.name
