@@ -59,12 +59,19 @@ class Extraction:
         self.skipped: list = []
 
     def visit(self, fn: types.FunctionType) -> None:
-        g = fn.__globals__
-        for name in names_used(fn.__code__):
-            if name in self.done or name not in g:
+        # A kernel made in a factory or a closure reaches the factory's locals through its
+        # cells, as Triton's JIT reads them (`fn.__closure__`): they become module-level names.
+        scope = dict(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:  # a cell not yet filled: nothing the kernel can use at compile time
+                continue
+        for name in names_used(fn.__code__) + [n for n in fn.__code__.co_freevars if n not in fn.__code__.co_names]:
+            if name in self.done or name not in scope:
                 continue
             self.done.add(name)
-            self._one(name, g[name])
+            self._one(name, scope[name])
 
     def _one(self, name: str, value) -> None:
         if isinstance(value, types.ModuleType):
@@ -73,6 +80,13 @@ class Extraction:
             own = user_module_file(value)
             if own:
                 self.user_modules[value.__name__] = own
+        elif (where := home_of(value)) is not None:
+            # Triton's own objects are imported from where the program's Triton keeps them, never
+            # copied: a libdevice stub (`from triton.language.extra.libdevice import rsqrt`) is
+            # dispatched by its module, and a builtin by its decorator; a copy of either is a plain
+            # Python function to the compiler ("Unsupported function referenced").
+            mod, attr = where
+            self.imports.append(f"from {mod} import {attr}" + (f" as {name}" if attr != name else ""))
         elif is_jit(value):
             inner = _jit_fn(value)
             self.visit(inner)
@@ -88,9 +102,6 @@ class Extraction:
             if isinstance(value, types.FunctionType):
                 self.visit(value)
             self.functions.append(textwrap.dedent(inspect.getsource(value)))
-        elif callable(value) and getattr(value, "__module__", "") and \
-                str(getattr(value, "__module__", "")).split(".")[0] in ("triton", "torch", "numpy", "math"):
-            self.imports.append(f"from {value.__module__} import {getattr(value, '__name__', name)} as {name}")
         else:
             self.skipped.append(name)
 
@@ -99,6 +110,33 @@ class Extraction:
                 'module-level names they use)."""', "", "import triton", "import triton.language"]
         body = sorted(set(self.imports)) + [""] + self.values
         return "\n".join(head + body + [""] + ["\n" + f for f in self.functions]) + "\n"
+
+
+# Packages a stack holds: what comes from them is imported, never copied.
+_STACK_PACKAGES = ("triton", "torch", "numpy", "math")
+
+
+def home_of(value) -> tuple | None:
+    """(module, attribute) that a function, class or other object of Triton, torch, numpy or
+    math is importable as, and is that very object; None for anything else (the program's own
+    code, values, modules, JIT functions). The object's own `__module__` is tried first; a
+    re-export (libdevice's public stubs re-exported by a backend module) is found among the
+    stack packages' loaded modules, shortest name first."""
+    import sys
+
+    if isinstance(value, (types.ModuleType, tl.constexpr, tl.dtype)):
+        return None
+    mod = getattr(value, "__module__", None)
+    attr = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if not isinstance(mod, str) or not isinstance(attr, str) or mod.split(".")[0] not in _STACK_PACKAGES:
+        return None
+    if "." not in attr and getattr(sys.modules.get(mod), attr, None) is value:
+        return mod, attr
+    leaf = attr.rpartition(".")[2]
+    for name in sorted((m for m in list(sys.modules) if m.split(".")[0] in _STACK_PACKAGES), key=lambda m: (len(m), m)):
+        if getattr(sys.modules.get(name), leaf, None) is value:
+            return name, leaf
+    return None
 
 
 def user_module_file(module: types.ModuleType) -> str | None:
