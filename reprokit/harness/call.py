@@ -278,7 +278,23 @@ def bind(obj, call: dict, config: int | None = None, tensor=make_tensor) -> Boun
     # Made in the kernel's parameter order, whatever order the plan's JSON keeps (a seeded
     # `tensor` fills them one after another: the same inputs from any copy of the plan).
     order = [n for n in jf.arg_names if n in given] + [n for n in given if n not in jf.arg_names]
-    args = {name: value_of(given[name], tensor) for name in order}
+    # Arguments over one memory (`aliases`, a trace's in-place launch) are made together, where
+    # the first of them comes, by a tensor maker that can (`tensor.aliased`; the stand-ins of a
+    # compile need not: only each one's alignment reaches the JIT).
+    shared = {}
+    for group in call.get("aliases") or () if hasattr(tensor, "aliased") else ():
+        members = {n: given[n] for n in group["at"] if isinstance(given.get(n), dict) and "tensor" in given[n]}
+        if len(members) > 1:
+            shared.update({n: group for n in members})
+    args = {}
+    for name in order:
+        if name in args:
+            continue
+        group = shared.get(name)
+        if group is None:
+            args[name] = value_of(given[name], tensor)
+        else:
+            args.update(tensor.aliased(group, {n: given[n] for n in order if shared.get(n) is group}))
     options = dict(call.get("options") or {})
     grid = tuple(call.get("grid") or [1])
     chosen = None

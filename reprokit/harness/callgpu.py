@@ -51,6 +51,32 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
         flat.copy_(vals.to(device))
         return torch.as_strided(flat, shape, strides, storage_offset=offset)
 
+    def aliased(group: dict, specs: dict) -> dict:
+        """The tensors of one alias group (recorder.aliases: `bytes`, `align`, `at` byte offsets)
+        as views of one memory, filled once with the first member's dtype: an in-place launch
+        reads and writes the same bytes, as it did in the program."""
+        size = int(group["bytes"])
+        raw = torch.empty(size + 32, dtype=torch.uint8, device=device)
+        want = 0 if int(group.get("align", 16)) >= 16 else int(group.get("align", 16))
+        start = next((k for k in range(32) if (raw.data_ptr() + k) % 16 == want), 0)
+        first = min(specs, key=lambda n: int(group["at"][n]))
+        dt0 = getattr(torch, specs[first].get("dtype", "float32"))
+        n0 = size // torch.empty((), dtype=dt0).element_size()
+        raw[start:start + n0 * torch.empty((), dtype=dt0).element_size()].view(dt0).copy_(
+            _random(torch, dt0, n0, gen).to(device))
+        out = {}
+        for name, spec in specs.items():
+            dt = getattr(torch, spec.get("dtype", "float32"))
+            item = torch.empty((), dtype=dt).element_size()
+            shape = [int(n) for n in spec["tensor"]]
+            strides = [int(s) for s in spec.get("strides") or standin.contiguous_strides(shape)]
+            span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+            at = start + int(group["at"][name])
+            view = raw[at:at + span * item].view(dt)
+            out[name] = torch.as_strided(view, shape, strides, storage_offset=view.storage_offset())
+        return out
+
+    make.aliased = aliased
     return make
 
 
@@ -176,6 +202,11 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
     factory = make_tensor_factory(torch, device, seed)
     b = call.bind(obj, case["call"], (case.get("autotune") or {}).get("config"), tensor=factory)
     tensors = _tensors(b.kwargs)
+    # An argument that is the very view of another (dX written into dY) is that one: its bytes
+    # are restored, compared and recorded once, under the first name.
+    same = _same_views(tensors)
+    for name in same:
+        tensors.pop(name)
     rebuilds = tmafill.plan(case)
     if rebuilds:
         if fill is None:
@@ -244,11 +275,24 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
     rec = {"seed": seed,
            "inputs": {"tensors": dict(sorted(used.items())), "file": recorded["files"].get("inputs"),
                       "source": _source(used),
-                      "sha256": {n: digest(torch, initial[n]) for n in sorted(initial)}},
+                      "sha256": {n: digest(torch, initial[n]) for n in sorted(initial)},
+                      **({"same_as": dict(sorted(same.items()))} if same else {})},
            "outputs": outputs,
            "determinism": {"runs": runs, "distinct": len({tuple(sorted(d.items())) for d in digests}),
                            "deterministic": all(d == digests[0] for d in digests)}}
     return b, launch, rec
+
+
+def _same_views(tensors: dict) -> dict:
+    """name -> the earlier argument it is the same view of (address, dtype, shape, strides)."""
+    seen, same = {}, {}
+    for name, t in tensors.items():
+        key = (t.data_ptr(), t.dtype, tuple(t.shape), tuple(t.stride()))
+        if key in seen and t.numel():
+            same[name] = seen[key]
+        else:
+            seen.setdefault(key, name)
+    return same
 
 
 def _source(used: dict) -> str:

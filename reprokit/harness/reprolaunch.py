@@ -134,7 +134,7 @@ def script(spec_kind: str) -> str:
                   inline(tmafill.Rebuild, tmafill.plan, tmafill.numel, tmafill.release_fill, tmafill.rebuild,
                          tmafill.write, tmafill.unfilled),
                   inline(standin.contiguous_strides, callgpu.make_tensor_factory, callgpu._random, callgpu._tensors,
-                         callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
+                         callgpu._same_views, callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
                          callgpu._source, callgpu.launch_and_check, callgpu.compare_outputs, callgpu.compare_output,
                          callgpu.probe_error, modules=(call, standin, stats, tmafill))]
     return _HEAD + "\n\n\n".join(parts) + "\n\n\n" + _CODE

@@ -286,6 +286,9 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
     # grid and warmup down as keywords) is a launch option.
     options = {n: _plain(v) for n, v in kwargs.items() if n not in params and n not in _LAUNCH and v is not None}
     the_call = {"args": {n: describe(v) for n, v in bound.items()}, "options": options}
+    groups = aliases(bound)
+    if groups:  # arguments over one memory (written in place): a replay makes them so again
+        the_call["aliases"] = groups
     memo_key = (id(k["fn"]), json.dumps(the_call, sort_keys=True))
     with _LOCK:
         entry = _STATE["memo"].get(memo_key)
@@ -347,12 +350,23 @@ def _fast_key(launcher, args: tuple, kwargs: dict):
     (the launch then takes the described path)."""
     try:
         # kwargs in call order: one call site always passes them alike (another order only misses)
-        return (id(launcher), tuple(_fast(a) for a in args), tuple((k, _fast(v)) for k, v in kwargs.items()))
+        return (id(launcher), tuple(_fast(a) for a in args), tuple((k, _fast(v)) for k, v in kwargs.items()),
+                _same_pointers(args, kwargs))
     except TypeError:
         return None
 
 
+def _same_pointers(args: tuple, kwargs: dict) -> tuple:
+    """Which tensor arguments start at one address (by the first one's position): a launch in
+    place (dX written into dY's memory) is another call than one over separate tensors."""
+    first: dict = {}
+    return tuple(first.setdefault(v.data_ptr(), i) for i, v in enumerate((*args, *kwargs.values()))
+                 if hasattr(v, "data_ptr") and hasattr(v, "stride"))
+
+
 def _fast(v):
+    if isinstance(v, (tuple, list)):  # a tuple argument: tensors and descriptors in it by metadata (3.8)
+        return (type(v), tuple(_fast(x) for x in v))
     if hasattr(v, "data_ptr"):
         if hasattr(v, "stride"):
             return (v.dtype, tuple(v.shape), tuple(v.stride()), v.data_ptr() & 15)
@@ -392,7 +406,48 @@ def describe(value):
         return d
     if value is None:
         return {"none": True}
+    if isinstance(value, (tuple, list)) and any(hasattr(v, "data_ptr") or type(v).__name__ == "TensorDescriptor"
+                                                 or isinstance(v, (tuple, list)) for v in value):
+        return [describe(v) for v in value]  # a tuple of tensors or descriptors (3.8's tuple arguments)
     return to_json(value)
+
+
+def aliases(bound: dict) -> list:
+    """Tensor arguments whose memory overlaps (one storage, overlapping byte ranges), as groups
+    [{"bytes": the span they cover together, "align": its start's alignment, "at": {name: byte
+    offset from that start}}], in parameter order; [] when none overlap. Ranges, not only equal
+    pointers: a view written while another view of it is read aliases too."""
+    spans = []
+    for name, t in bound.items():
+        if not (hasattr(t, "data_ptr") and hasattr(t, "stride") and hasattr(t, "untyped_storage")):
+            continue
+        size = t.element_size()
+        extent = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())) if t.numel() else 0
+        start = int(t.data_ptr())
+        spans.append((name, int(t.untyped_storage().data_ptr()), start, start + extent * size))
+    groups: list = []
+    for name, storage, lo, hi in spans:
+        if lo == hi:
+            continue
+        hit = [g for g in groups if g["storage"] == storage and lo < g["hi"] and g["lo"] < hi]
+        merged = {"storage": storage, "lo": lo, "hi": hi, "names": [name]}
+        for g in hit:
+            groups.remove(g)
+            merged = {"storage": storage, "lo": min(merged["lo"], g["lo"]), "hi": max(merged["hi"], g["hi"]),
+                      "names": g["names"] + merged["names"]}
+        groups.append(merged)
+    out = []
+    order = list(bound)
+    for g in groups:
+        if len(g["names"]) < 2:
+            continue
+        align = 16
+        while align > 1 and g["lo"] % align:
+            align //= 2
+        starts = {n: lo for n, _, lo, _ in spans}
+        out.append({"bytes": g["hi"] - g["lo"], "align": align,
+                    "at": {n: starts[n] - g["lo"] for n in sorted(g["names"], key=order.index)}})
+    return sorted(out, key=lambda g: order.index(next(iter(g["at"]))))
 
 
 def _tensor(t) -> dict:
