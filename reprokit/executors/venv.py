@@ -92,6 +92,12 @@ class VenvExecutor(Executor):
                      [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", *spec["requirements"]]]
         if spec["torch_index"]:
             steps[-1] += ["--extra-index-url", spec["torch_index"]]
+        if spec.get("no_deps"):
+            # Pinned packages whose own requirements must not come (a kernel library that
+            # requires a CUDA torch of GBs where the stack has the CPU one): after the rest.
+            steps.append([uv, "pip", "install", "--python", py, "--no-deps", *spec["no_deps"]] if uv else
+                         [py, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-deps",
+                          *spec["no_deps"]])
         # pip's build and unpack folders: gone with the run, killed or not.
         with locks.run_scratch(self.host.tmp, "prepare") as scratch:
             env = self.host.child_environ({"TMPDIR": str(scratch)})

@@ -27,6 +27,25 @@ class InterpreterVenv(VenvExecutor):
         return {**spec, "requirements": [*spec["requirements"], "numpy<2.4"]}
 
 
+LIGER = "0.8.5"  # Liger-Kernel, the public kernel library the trace corpus runs (tests/data/trace/libs/)
+
+
+class LigerVenv(InterpreterVenv):
+    """The interpreter venv with Liger-Kernel, pinned, installed with --no-deps (its own
+    requirements pull a CUDA torch of GBs), and `packaging`, the one other module it imports."""
+
+    def spec(self, stack: Stack) -> dict:
+        spec = super().spec(stack)
+        return {**spec, "requirements": [*spec["requirements"], "packaging"], "no_deps": [f"liger-kernel=={LIGER}"]}
+
+
+def liger_python(host: HostEnv) -> Path:
+    """The Liger-Kernel venv's python (tests/helpers/interp.py), built first if need be."""
+    venv, stack = LigerVenv(host=host, with_torch=True), Stack(name="trace-interp-liger", triton="3.6.0", torch=TORCH)
+    venv.prepare(stack)
+    return venv.venv_dir(stack) / "bin" / "python"
+
+
 def interpreter_python(host: HostEnv, triton: str = "3.6.0") -> Path:
     """The venv's python, built first if need be (ExecutorError when it cannot be)."""
     venv, stack = InterpreterVenv(host=host, with_torch=True), interp_stack(triton)
