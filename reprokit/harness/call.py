@@ -104,7 +104,12 @@ def jit_function(inner):
     import inspect
 
     params = inspect.signature(JITFunction.__init__).parameters
-    twin = JITFunction(py, **{k: v for k, v in kwargs.items() if k in params and v is not None})
+    cls = JITFunction
+    if getattr(inner, "language", None) == "gluon":  # a traced @gluon.jit kernel: Gluon's JIT
+        from triton.experimental.gluon._runtime import GluonJITFunction
+
+        cls = GluonJITFunction
+    twin = cls(py, **{k: v for k, v in kwargs.items() if k in params and v is not None})
     inner._reprokit_jit_twin = twin
     return twin
 
@@ -174,6 +179,8 @@ def value_of(v, tensor=make_tensor):
 
 
 def _host_descriptor(v: dict, tensor):
+    if "layout" in v:
+        return _gluon_descriptor(v, tensor)
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor
     except ImportError:
@@ -188,6 +195,35 @@ def _host_descriptor(v: dict, tensor):
     strides = list(v.get("strides") or base.stride())
     extra = {"padding": v["padding"]} if v.get("padding") else {}
     return TensorDescriptor(base, shape, strides, list(block), **extra)
+
+
+def _gluon_descriptor(v: dict, tensor):
+    """A Gluon host descriptor (triton.experimental.gluon.nvidia.hopper.TensorDescriptor) with
+    its shared-memory layout, a class of triton.experimental.gluon.language made from its fields."""
+    try:
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    except ImportError:
+        import triton
+
+        raise Unsupported(f"triton {triton.__version__} lacks triton.experimental.gluon (a Gluon descriptor)") from None
+    layout = v["layout"]
+    cls = getattr(gl, str(layout.get("class")), None)
+    if not isinstance(cls, type):
+        import triton
+
+        raise Unsupported(f"triton {triton.__version__}'s Gluon has no layout {layout.get('class')!r}")
+    try:
+        made = cls(**layout.get("fields") or {})
+    except TypeError as e:  # a release whose layout takes other fields
+        raise Unsupported(f"this release's {layout['class']} refuses the recorded fields: {e}") from None
+    base = tensor(v["descriptor"])
+    block = v.get("block")
+    if not isinstance(block, list):
+        raise CallError("a descriptor argument needs `block`, a list of sizes")
+    extra = {"padding": v["padding"]} if v.get("padding") else {}
+    return TensorDescriptor(base, list(v.get("shape") or base.shape), list(v.get("strides") or base.stride()),
+                            list(block), made, **extra)
 
 
 def to_json(v):
@@ -285,7 +321,7 @@ def bind(obj, call: dict, config: int | None = None, tensor=make_tensor) -> Boun
     for group in call.get("aliases") or () if hasattr(tensor, "aliased") else ():
         members = {n: given[n] for n in group["at"] if isinstance(given.get(n), dict) and "tensor" in given[n]}
         if len(members) > 1:
-            shared.update({n: group for n in members})
+            shared.update(dict.fromkeys(members, group))
     args = {}
     for name in order:
         if name in args:

@@ -97,6 +97,11 @@ class Extraction:
             self.values.append(f"{name} = triton.language.{dtype_name(value)}")
         elif value is None or isinstance(value, (bool, int, float, str)):
             self.values.append(f"{name} = {value!r}")
+        elif type(value).__name__ == "ConstexprFunction" and isinstance(getattr(value, "fn", None), types.FunctionType) \
+                and _has_source(value.fn):
+            # `@triton.constexpr_function` / `@gluon.constexpr_function` (3.5+): under its own decorator
+            self.visit(value.fn)
+            self.functions.append(constexpr_function_source(value.fn))
         elif isinstance(value, (types.FunctionType, type)) and _has_source(value):
             # Plain Python the kernel calls at compile time (a constexpr_function, a helper class).
             if isinstance(value, types.FunctionType):
@@ -108,6 +113,8 @@ class Extraction:
     def text(self, origin: str) -> str:
         head = [f'"""{origin}: extracted by reprokit trace (the kernel, the @jit functions it calls, and the',
                 'module-level names they use)."""', "", "import triton", "import triton.language"]
+        if any(f.startswith("@gluon.") for f in self.functions):
+            head.append("from triton.experimental import gluon")
         body = sorted(set(self.imports)) + [""] + self.values
         return "\n".join(head + body + [""] + ["\n" + f for f in self.functions]) + "\n"
 
@@ -192,8 +199,26 @@ def function_source(jit, fn: types.FunctionType) -> str:
             v = (getattr(jit, "kwargs", {}) or {}).get(key)
         if v:
             args[key] = v
-    deco = "@triton.jit" if not args else "@triton.jit(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+    jit_name = "gluon.jit" if is_gluon(jit) else "triton.jit"
+    deco = f"@{jit_name}" if not args else f"@{jit_name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
     return f"{deco}\n{body}\n"
+
+
+def is_gluon(jit) -> bool:
+    """A Gluon kernel (`@gluon.jit`, triton.experimental.gluon): its own JIT, types and layouts.
+    The recorder's stand-in for a decorated kernel says so by `language`."""
+    if getattr(jit, "language", None) == "gluon":
+        return True
+    probe = getattr(jit, "is_gluon", None)
+    return bool(probe()) if callable(probe) else False
+
+
+def constexpr_function_source(fn: types.FunctionType) -> str:
+    """A constexpr function's own text under `@triton.constexpr_function` (Gluon's is the same
+    object, re-exported)."""
+    src = textwrap.dedent(inspect.getsource(fn))
+    node = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef))
+    return "@triton.constexpr_function\n" + "\n".join(src.splitlines()[node.lineno - 1:]) + "\n"
 
 
 def extract(kernel) -> tuple:

@@ -72,6 +72,10 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
                  "left_out": list(s.get("skipped_names") or []), "spec": s["spec"]}
         if s.get("warmup"):  # first compiled by `kernel.warmup(...)`, not by a launch through the JIT
             trace["warmup"] = True
+        if s.get("language") == "gluon":  # a @gluon.jit kernel: the harness loads it as written, Gluon's JIT
+            gluon = {"language": "gluon"}
+        else:
+            gluon = {}
         if s.get("tma_fills"):  # 3.0-3.3 host-filled descriptors: how to fill them again (harness/tmafill.py)
             trace["tma_fills"] = s["tma_fills"]
         if s.get("autotune"):
@@ -89,7 +93,7 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
             "num_warps": int(derived.get("num_warps", opts.get("num_warps", DEFAULT_WARPS))),
             "num_stages": int(derived.get("num_stages", opts.get("num_stages", DEFAULT_STAGES))),
             "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),
-            "trace": trace,
+            "trace": trace, **gluon,
         })
     return Plan.build("trace", SUITE, GpuOptions(profile, "compile-only"), cases, stack=stack,
                       timeout_s=float(timeout_s), kernels=kernels)

@@ -240,6 +240,8 @@ def _kernel(launcher) -> dict:
     # program's kernel does (without it, do_not_specialize was lost and a launch's recorded
     # specialisation hinted arguments the JIT never hints)
     decorated = types.SimpleNamespace(fn=fn, kwargs={k: v for k, v in jit_args.items() if v is not None}, **jit_args)
+    if extract.is_gluon(launcher):  # `@gluon.jit`: its twin, and its extracted file, are Gluon's too
+        decorated.language = "gluon"
     text, skipped, modules = extract.extract_function(fn, decorated)
     for mod, path in sorted(modules.items()):  # the program's own modules it imports travel beside it
         dest = os.path.join(_STATE["out"], "kernels", mod + ".py")
@@ -255,6 +257,7 @@ def _kernel(launcher) -> dict:
     with open(os.path.join(_STATE["out"], "kernels", name), "w") as f:
         f.write(text)
     known = {"fn": fn, "signature": inspect.signature(fn), "twin": call.jit_function(decorated), "file": name,
+             "language": getattr(decorated, "language", "triton"),
              "skipped": skipped,
              "source": {"path": os.path.abspath(src) if src else None, "line": fn.__code__.co_firstlineno}}
     _STATE["kernels"][id(fn)] = known
@@ -320,6 +323,7 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
             _STATE["fast"][fast] = entry
         tuning = _TUNING.stack[-1] if getattr(_TUNING, "stack", None) else None
         rec = {"type": "spec", "n": n, "kernel": k["fn"].__name__, "file": k["file"], "source": k["source"],
+               "language": k["language"],
                "skipped_names": k["skipped"], "call": the_call, "spec": spec, "warmup": warmup,
                "autotune": None if tuning is None else {"kernel": tuning["kernel"], "call": tuning["call"]}}
         tmafill = _STATE.get("tmafill")
@@ -373,7 +377,7 @@ def _fast(v):
         raise TypeError("a pointer-like value")
     if type(v).__name__ == "TensorDescriptor":
         return ("desc", _fast(v.base), tuple(v.shape), tuple(v.strides), tuple(v.block_shape),
-                getattr(v, "padding", None))
+                getattr(v, "padding", None), repr(getattr(v, "layout", None)))
     hash(v)  # TypeError for what cannot be a key
     return (type(v), v)
 
@@ -403,6 +407,8 @@ def describe(value):
              "shape": [int(x) for x in value.shape], "strides": [int(x) for x in value.strides]}
         if getattr(value, "padding", "zero") != "zero":
             d["padding"] = value.padding
+        if getattr(value, "layout", None) is not None:  # a Gluon descriptor: its shared-memory layout
+            d["layout"] = layout_json(value.layout)
         return d
     if value is None:
         return {"none": True}
@@ -410,6 +416,17 @@ def describe(value):
                                                  or isinstance(v, (tuple, list)) for v in value):
         return [describe(v) for v in value]  # a tuple of tensors or descriptors (3.8's tuple arguments)
     return to_json(value)
+
+
+def layout_json(layout) -> dict:
+    """A Gluon layout (a dataclass of triton.experimental.gluon.language) as JSON: its class by
+    name and its fields, which call.value_of makes it from again."""
+    import dataclasses
+
+    from reprokit.harness.call import to_json
+
+    fields = {f.name: getattr(layout, f.name) for f in dataclasses.fields(layout)}
+    return {"class": type(layout).__name__, "fields": {k: to_json(v) for k, v in sorted(fields.items())}}
 
 
 def aliases(bound: dict) -> list:
