@@ -76,7 +76,7 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
             out[name] = torch.as_strided(view, shape, strides, storage_offset=view.storage_offset())
         return out
 
-    make.aliased = aliased
+    make.aliased = aliased  # type: ignore[attr-defined]
     return make
 
 
@@ -285,7 +285,8 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
 
 def _same_views(tensors: dict) -> dict:
     """name -> the earlier argument it is the same view of (address, dtype, shape, strides)."""
-    seen, same = {}, {}
+    seen: dict = {}
+    same: dict = {}
     for name, t in tensors.items():
         key = (t.data_ptr(), t.dtype, tuple(t.shape), tuple(t.stride()))
         if key in seen and t.numel():
