@@ -92,10 +92,13 @@ def _tensors(kwargs: dict) -> dict:
     """name -> tensor for every tensor argument, host descriptors' bases included."""
     out = {}
     for name, v in sorted(kwargs.items()):
+        if isinstance(v, (tuple, list)):  # a tuple argument: its members as `name.i`
+            out.update({f"{name}.{k}": t for k, t in _tensors({str(i): x for i, x in enumerate(v)}).items()})
+            continue
         base = getattr(v, "base", None) if type(v).__name__ == "TensorDescriptor" else v
         if hasattr(base, "data_ptr") and hasattr(base, "dtype") and hasattr(base, "stride"):
             out[name] = base
-    return out
+    return dict(sorted(out.items()))
 
 
 def digest(torch, t) -> str:

@@ -515,6 +515,9 @@ def _tensors(args: tuple, kwargs: dict, names=()) -> dict:
     out = {}
     pairs = [(names[i] if i < len(names) else f"arg{i}", v) for i, v in enumerate(args)] + list(kwargs.items())
     for name, v in pairs:
+        if isinstance(v, (tuple, list)):  # a tuple argument: its members as `name.i`, as the replay names them
+            out.update(_tensors((), {f"{name}.{i}": x for i, x in enumerate(v)}))
+            continue
         if type(v).__name__ == "TensorDescriptor":
             v = getattr(v, "base", None)
         if hasattr(v, "data_ptr") and hasattr(v, "numel"):

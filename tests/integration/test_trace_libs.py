@@ -67,10 +67,13 @@ plan = json.load(open(bundle + "/plan.json"))
 standin.install_driver(plan["profile"], torch_device="cpu")
 out = {}
 for case in plan["cases"]:
+    if sys.argv[3:] and case["id"] not in sys.argv[3:]:
+        continue
     obj = load_kernel(bundle + "/kernels", *callcase.kernel_ref(case))
     b, _, r = callgpu.launch_and_check(torch, obj, case, "cpu", recorded=callgpu.recorded_tensors(torch, bundle, case))
     ptrs = {n: t.data_ptr() for n, t in b.kwargs.items() if hasattr(t, "data_ptr")}
     out[case["id"]] = {"status": callgpu.status_of(r), "same_as": r["inputs"].get("same_as"), "ptrs": ptrs,
+                       "inputs": r["inputs"]["tensors"],
                        "match": {n: (o.get("reference") or {}).get("match") for n, o in r["outputs"].items()}}
 print(json.dumps(out))
 """
@@ -99,7 +102,7 @@ def test_in_place_and_overlapping_arguments_are_recorded_and_replayed_as_one_mem
 
 
 def test_factory_wrapped_decorated_and_tuple_kernels_are_captured(tmp_path, interp_python):  # noqa: F811
-    code, doc, root = trace(tmp_path, interp_python, "libs/patterns.py")
+    code, doc, root = trace(tmp_path, interp_python, "libs/patterns.py", "--tensors", "small")
     assert code == 0, doc
     assert _statuses(doc) == {"scale_kernel.1": "ok", "scale_kernel.2": "ok", "add_meta.1": "ok", "sum_pair.1": "ok"}
     # each factory kernel with its own closure constants: x2 over blocks of 64, x3 over 128
@@ -111,6 +114,16 @@ def test_factory_wrapped_decorated_and_tuple_kernels_are_captured(tmp_path, inte
     assert results["sum_pair.1"]["call"]["signature"]["pair"] == ["*fp32", "*fp32"]
     pair = plan_cases(root)["sum_pair.1"]["call"]["args"]["pair"]
     assert [a["tensor"] for a in pair] == [[200], [200]]
+    # replayed from the kept tensors (the tuple's members kept as pair.0, pair.1); the factory's
+    # kernels cannot run under the interpreter (closures), so only these two
+    p = subprocess.run([interp_python, "-c", _REPLAY, str(root), str(ROOT), "add_meta.1", "sum_pair.1"],
+                       capture_output=True, text=True, check=False, timeout=600,
+                       env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.splitlines()[-1])
+    assert got["add_meta.1"]["status"] == "ok" and got["add_meta.1"]["match"] == {"out_ptr": "exact"}
+    assert got["sum_pair.1"]["status"] == "ok" and got["sum_pair.1"]["match"] == {"out_ptr": "exact"}
+    assert got["sum_pair.1"]["inputs"] == {"out_ptr": "recorded", "pair.0": "recorded", "pair.1": "recorded"}
 
 
 @pytest.fixture(scope="module")
