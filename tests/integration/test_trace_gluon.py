@@ -34,7 +34,7 @@ def _norm(ttgir: str) -> str:
     return "\n".join(ln for ln in _LOC.sub("", ttgir).splitlines() if not ln.startswith("#loc"))
 
 
-def _trace(tmp: Path, python: str, program: str):
+def _trace(tmp: Path, python: str, program: str) -> tuple:
     cache = tmp / "program-cache"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(cache)  # where the program's own compile leaves its IR
@@ -60,9 +60,15 @@ EXPECTED = {
 }
 
 
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory, interp_python):  # noqa: F811
+    """program -> _trace's outcome, each program traced once."""
+    return {prog: _trace(tmp_path_factory.mktemp(Path(prog).stem), interp_python, prog) for prog in sorted(EXPECTED)}
+
+
 @pytest.mark.parametrize("program", sorted(EXPECTED))
-def test_gluon_tutorial_kernels_are_captured_as_the_program_compiled_them(tmp_path, interp_python, program):  # noqa: F811
-    code, doc, root, own, stderr = _trace(tmp_path, interp_python, program)
+def test_gluon_tutorial_kernels_are_captured_as_the_program_compiled_them(traced, program):
+    code, doc, root, own, stderr = traced[program]
     assert code == 0, stderr[-3000:]
     assert "compiled, not launched (no GPU)" in stderr
     got = {c["id"]: (c["status"], c["verdict"], c["tma"]) for c in doc["cases"]}
@@ -86,3 +92,24 @@ def test_gluon_tutorial_kernels_are_captured_as_the_program_compiled_them(tmp_pa
             assert "wgmma.mma_async" in (root / "cases" / cid / "kernel.ptx").read_text(), cid
         helper = (root / "kernels" / cases["blocked_mma_kernel.1"]["kernel"]["file"]).read_text()
         assert "@triton.constexpr_function\ndef get_instr_shape_n(" in helper
+
+
+def test_a_gluon_trace_replays_compile_only_on_its_release_and_is_unsupported_before_its_layouts(
+        traced, stack_ready, tmp_path):
+    """On triton-3.6-cu130 every kernel compiles to the recorded IR; 3.5's Gluon layouts take other
+    fields (no `cga_layout`): each case is `unsupported`, naming that, never a compile_error."""
+    stack_ready("triton-3.6-cu130")
+    stack_ready("triton-3.5-cu130")
+    bundle = next(iter((traced["gluon_wgmma.py"][2].parents[1] / "bundles").glob("*.tgz")))
+    p = subprocess.run([sys.executable, "-m", "reprokit", "replay", str(bundle), "--stacks",
+                        "triton-3.6-cu130,triton-3.5-cu130", "--executor", "venv", "--workers", "2", "--out",
+                        str(tmp_path), "--all", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    assert p.stdout.strip(), p.stderr[-3000:]
+    grid = json.loads(p.stdout)["grid"]
+    assert [c["id"] for c in grid["cases"]] == sorted(EXPECTED["gluon_wgmma.py"], key=list(
+        EXPECTED["gluon_wgmma.py"]).index)
+    for c in grid["cases"]:
+        recorded, on36, on35 = c["cells"]
+        assert (on36["status"], on36["verdict"]) == ("ok", "tma"), c["id"]
+        assert on36["tma"] == recorded["tma"] and on36["ir"] == recorded["ir"], c["id"]
+        assert on35["status"] == "unsupported" and "cga_layout" in on35["error"], (c["id"], on35)
