@@ -125,8 +125,8 @@ _STACK_PACKAGES = ("triton", "torch", "numpy", "math")
 
 def home_of(value) -> tuple | None:
     """(module, attribute) that a function, class or other object of Triton, torch, numpy or
-    math is importable as, and is that very object; None for anything else (the program's own
-    code, values, modules, JIT functions). The object's own `__module__` is tried first; a
+    math (Triton's own @jit helpers included) is importable as, and is that very object; None
+    for anything else (the program's own code, values, modules). Its own `__module__` is tried first; a
     re-export (libdevice's public stubs re-exported by a backend module) is found among the
     stack packages' loaded modules, shortest name first."""
     import sys

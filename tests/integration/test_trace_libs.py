@@ -26,7 +26,7 @@ from reprokit.errors import ExecutorError
 from tests.conftest import skip_or_fail_triton
 from tests.helpers.interp import liger_python
 from tests.helpers.runs import host
-from tests.integration.test_trace import PROGRAMS, ROOT, interp_python, plan_cases, trace  # noqa: F401
+from tests.integration.test_trace import PROGRAMS, ROOT, interp_python, interp_release, plan_cases, trace  # noqa: F401
 
 pytestmark = pytest.mark.triton
 
@@ -124,6 +124,24 @@ def test_factory_wrapped_decorated_and_tuple_kernels_are_captured(tmp_path, inte
     assert got["add_meta.1"]["status"] == "ok" and got["add_meta.1"]["match"] == {"out_ptr": "exact"}
     assert got["sum_pair.1"]["status"] == "ok" and got["sum_pair.1"]["match"] == {"out_ptr": "exact"}
     assert got["sum_pair.1"]["inputs"] == {"out_ptr": "recorded", "pair.0": "recorded", "pair.1": "recorded"}
+
+
+def test_descriptors_inside_a_tuple_argument_are_captured_and_replayed_on_3_8(tmp_path, interp_release):  # noqa: F811
+    python = interp_release("3.8.0")
+    code, doc, root = trace(tmp_path, python, "libs/descriptor_tuple.py", "--tensors", "small")
+    assert code == 0, doc  # before: the launch was a miss ("launched no Triton kernel")
+    assert [(c["id"], c["status"], c["verdict"]) for c in doc["cases"]] == [("copy_tile.1", "ok", "tma")]
+    descs = plan_cases(root)["copy_tile.1"]["call"]["args"]["descs"]
+    assert [(d["block"], d["descriptor"]["tensor"]) for d in descs] == [([32, 32], [64, 32])] * 2
+    results = {c["id"]: c for c in json.loads((root / "results.json").read_text())["cases"]}
+    assert results["copy_tile.1"]["call"]["signature"]["descs"] == ["tensordesc<fp16[32, 32]>"] * 2
+    p = subprocess.run([python, "-c", _REPLAY, str(root), str(ROOT)], capture_output=True, text=True, check=False,
+                       timeout=600, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.splitlines()[-1])["copy_tile.1"]
+    # the descriptors' bases, by member, from the kept tensors: the destination written exactly
+    assert got["status"] == "ok" and got["match"] == {"descs.1": "exact"}, got
+    assert got["inputs"] == {"descs.0": "recorded", "descs.1": "recorded"}
 
 
 @pytest.fixture(scope="module")
