@@ -41,8 +41,9 @@ def check(ours, ref, inputs):
     ours = ours()
     torch.testing.assert_close(ours, ref, **TOL)
     up = torch.randn_like(ref)
-    got = torch.autograd.grad(ours, inputs, up, retain_graph=True)
-    want = torch.autograd.grad(ref, inputs, up, retain_graph=True)
+    # each backward gets its own copy: Liger's RMSNorm backward writes dX into dY's memory
+    want = torch.autograd.grad(ref, inputs, up.clone(), retain_graph=True)
+    got = torch.autograd.grad(ours, inputs, up.clone(), retain_graph=True)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, **TOL)
 
