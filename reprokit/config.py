@@ -215,7 +215,8 @@ def load_config(path: Path | None = None) -> Config:
     the user's reprokit.toml (use_project) added; a project's entry replaces a default of the same name."""
     path = path or defaults_root() / "stacks.toml"
     raw = load_toml(path)
-    layers = [(path, None, raw.get("stacks", {}), raw.get("gpus", {}))]
+    # (file, the root its dockerfiles are named from, its stacks, its GPU profiles)
+    layers: list[tuple[Path, Path | None, dict, dict]] = [(path, None, raw.get("stacks", {}), raw.get("gpus", {}))]
     if _PROJECT is not None:
         layers.append((_PROJECT, _PROJECT.absolute().parent, *stacks_and_gpus(_PROJECT)))
     stacks, gpus = {}, {}

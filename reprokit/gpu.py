@@ -92,7 +92,7 @@ def visible(gpus: list[HostGpu], cuda_visible_devices: str | None) -> list[HostG
     GPU-/MIG- UUID prefixes; NVML itself always sees every GPU). The run uses the first."""
     if cuda_visible_devices is None:
         return gpus
-    out = []
+    out: list[HostGpu] = []
     for item in (x.strip() for x in cuda_visible_devices.split(",")):
         if item.isdigit():
             match = [g for g in gpus if g.index == int(item)]

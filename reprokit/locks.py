@@ -215,7 +215,9 @@ def owner_alive(item: Path) -> bool:
     if lock is None:
         return True
     # Let go, but leave the file: it is what tells sweep() that the dead owner's item is ours.
-    os.close(lock.fd)
+    if lock.fd is not None:  # a lock just taken holds its descriptor; only release() clears it
+        os.close(lock.fd)
+        lock.fd = None
     return False
 
 

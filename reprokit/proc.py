@@ -103,7 +103,7 @@ def run(
 
 def _session(sid: int) -> list[int]:
     """Live processes of session `sid` (zombies are dead already)."""
-    out = []
+    out: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -149,7 +149,8 @@ class _Lifeline:
     """The watcher process for one session (see the module docstring); Linux only, else a no-op."""
 
     def __init__(self, sid: int):
-        self.proc = self.fd = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.fd: int | None = None  # set only with proc: the write end of the watcher's stdin
         if not os.path.isdir("/proc"):
             return
         r, w = os.pipe()  # both ends close-on-exec: the command never holds the write end
@@ -172,7 +173,8 @@ class _Lifeline:
             pass
         os.close(self.fd)
         self.fd = None
-        self.proc.wait()
+        if self.proc is not None:
+            self.proc.wait()
 
 
 def kill_session(sid: int) -> None:
