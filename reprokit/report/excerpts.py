@@ -127,7 +127,9 @@ def case_excerpts(artifacts: Mapping[str, str], read, levels=SHOWN_LEVELS) -> li
     out = []
     for level in levels:
         rel = artifacts.get(level)
-        data = read(rel) if rel else None
+        if not rel:
+            continue
+        data = read(rel)
         if data is not None:
             out.append(excerpt(level, rel, data.decode("utf-8", "replace")))
     return out

@@ -37,8 +37,8 @@ table.env th:first-child{width:9em}
 
 def _cell(cell, baseline: bool) -> str:
     if not cell.present:
-        cls = "absent moved" if cell.moved else "unsupported"
-        return f'<td class="v {cls}">{"absent" if cell.moved else "-"}</td>'
+        kind = "absent moved" if cell.moved else "unsupported"
+        return f'<td class="v {kind}">{"absent" if cell.moved else "-"}</td>'
     cls = [cell.verdict or "error"]
     if not baseline and cell.change in ("verdict", "metric"):
         cls.append("moved")
@@ -141,7 +141,7 @@ def _finding(r: Report, fnd) -> list[str]:
 
 def render(r: Report) -> str:
     labels = [f.label for f in r.facts]
-    limits = {(b.manifest.get("profile") or {}).get("smem_per_block") for b in r.bundles} - {None}
+    limits = {v for b in r.bundles if (v := (b.manifest.get("profile") or {}).get("smem_per_block")) is not None}
     figs = plots(r.grid, labels, min(limits) if len(limits) == 1 else None)
     title = f"reprokit report: Triton {', '.join(dict.fromkeys(f.triton for f in r.facts))} on {r.profile}"
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

@@ -62,7 +62,7 @@ def facts(bundle: Bundle) -> Facts:
     else:
         gpu_name = f"none (compile-only for {profile.get('name', profile.get('key', '?'))})"
     # The ptxas that compiled the cases, from their own records; env.json's is only what was on PATH.
-    ran = sorted({(c.raw.get("ptxas") or {}).get("version") for c in res.cases} - {None})
+    ran = sorted({v for c in res.cases if (v := (c.raw.get("ptxas") or {}).get("version")) is not None})
     ptxas = ", ".join(ran) if ran else ((tools.get("ptxas") or {}).get("version") or "unknown") + " (none ran)"
     osi = env.get("os") or {}
     # torch: its version, or "not installed" where the snapshot listed the packages and it was not

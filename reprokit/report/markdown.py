@@ -15,10 +15,11 @@ in the bundle and their sha256.
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from reprokit.compare.grid import moved_summary
 from reprokit.compare.normalise import LEVELS
-from reprokit.report.findings import by_template
+from reprokit.report.findings import Finding, by_template
 from reprokit.report.model import Report, tma_text
 
 # GitHub refuses an issue body over 65536 characters; a body stays under 60000, leaving room to edit.
@@ -207,7 +208,9 @@ def finding_section(r: Report, fnd, detail: str) -> list[str]:
 
 def _standalone_part(r: Report, fnd) -> list[str]:
     i = r.focus(fnd)
-    repro = r.standalone(i, fnd.case) if i is not None else None
+    if i is None:
+        return []
+    repro = r.standalone(i, fnd.case)
     if repro is None:
         return []
     f = r.facts[i]
@@ -302,15 +305,15 @@ def _fit(r: Report, found: list, template: str, k: int, n: int, limit: int) -> s
             return text   # only the grid and summaries are left; nothing more to take out
 
 
-def title(r: Report, found: list | None = None) -> str:
+def title(r: Report, found: Sequence[Finding] | None = None) -> str:
     """A suggested issue title: the most telling finding that the newest release (when given) still
     shows, with the Triton releases it was seen on."""
     tritons = ", ".join(dict.fromkeys(f.triton for f in r.facts))
     found = r.findings if found is None else found
     open_ = [f for f in found if r.fixed_in(f) is None]
     if not open_:
-        if found:
-            return f"[{r.profile_key}] Triton {tritons}: no finding reproduces in {r.newest.triton}"
+        if found:  # each is fixed in the newest release: fixed_in names it
+            return f"[{r.profile_key}] Triton {tritons}: no finding reproduces in {r.fixed_in(found[0])}"
         return f"[{r.profile_key}] Triton {tritons}: every expectation met, no verdict or metric moved"
     fnd = open_[0]
     kind = fnd.kinds[0]
@@ -345,7 +348,7 @@ def _left_out(r: Report, fnd, detail: str) -> str:
     parts = []
     if any(r.excerpts(i, fnd.case) for i in range(len(r.facts))):
         parts.append("IR excerpts")
-    if detail == "no-script" and r.focus(fnd) is not None and r.standalone(r.focus(fnd), fnd.case):
+    if detail == "no-script" and (i := r.focus(fnd)) is not None and r.standalone(i, fnd.case):
         parts.append("minimal reproducer")
     return " and ".join(parts)
 

@@ -51,7 +51,8 @@ def _differs(values: list) -> bool:
 
 def _series(grid: Grid, get) -> tuple[list[str], list[list]]:
     """Cases whose value differs across the columns, and per column the values (None = none)."""
-    cases, cols = [], [[] for _ in grid.columns]
+    cases: list[str] = []
+    cols: list[list] = [[] for _ in grid.columns]
     for r in grid.rows:
         vals = [get(c) if c.present else None for c in r.cells]
         if _differs(vals) and any(v is not None for v in vals):
