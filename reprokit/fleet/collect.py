@@ -40,7 +40,10 @@ class Collected:
 
 def collect(fleet: state.Fleet, report: Report = quiet) -> Collected:
     statuses = status(fleet)
-    problems, columns, failed, bundles = [], {}, [], []
+    problems: list[str] = []
+    columns: dict[str, list[ResultSet]] = {}  # one column per stack@profile, from its shards
+    failed: list[Column] = []
+    bundles: list[Path] = []
     for st in statuses:
         task = fleet.task(st.index)
         key = f"{task.stack['name']}@{task.profile['key']}"
@@ -49,8 +52,13 @@ def collect(fleet: state.Fleet, report: Report = quiet) -> Collected:
             failed.append(Column.failed(key if task.shard[1] == 1 else f"{key}#{task.shard[0]}", st.label,
                                         f"{st.state}: {st.reason or ''}".strip(": "), task.stack.get("triton")))
             continue
+        if st.bundle is None:  # a record that ended well but names no bundle: nothing to verify
+            problems.append(f"task {st.index} ({st.label}): done, but its record names no bundle")
+            failed.append(Column.failed(key, st.label, "done without a bundle", task.stack.get("triton")))
+            continue
+        bundle = Path(st.bundle)
         try:
-            rs = open_result_set(Path(st.bundle), key=key, label=key)
+            rs = open_result_set(bundle, key=key, label=key)
         except (BundleInvalid, BundleUnusable) as e:
             problems.append(f"task {st.index} ({st.label}): its bundle does not verify: {e}")
             failed.append(Column.failed(key, st.label, f"bundle does not verify: {e}", task.stack.get("triton")))
@@ -59,9 +67,9 @@ def collect(fleet: state.Fleet, report: Report = quiet) -> Collected:
             problems.append(f"task {st.index} ({st.label}): its bundle names parent {str(rs.parent)[:12]}, "
                             f"not the fleet's plan {fleet.plan_sha256[:12]}")
             continue
-        report(f"task {st.index} ({st.label}): verified {Path(st.bundle).name}")
+        report(f"task {st.index} ({st.label}): verified {bundle.name}")
         columns.setdefault(key, []).append(rs)
-        bundles.append(Path(st.bundle))
+        bundles.append(bundle)
     sets = [merge_shards(parts) for parts in columns.values()]
     grid = compare(sets, failed=failed) if sets else None
     done = Collected(tuple(statuses), grid, tuple(problems), tuple(bundles))

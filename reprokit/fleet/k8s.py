@@ -36,7 +36,7 @@ def render(fleet: state.Fleet, image: str, claim: str) -> dict:
     for key, tasks in by_profile.items():
         req = spec.request(key)
         name = f"reprokit-fleet-{re.sub(r'[^a-z0-9-]+', '-', key.lower())}"
-        resources = {"limits": {"nvidia.com/gpu": req.gpus or 1}}
+        resources: dict[str, dict[str, int | str]] = {"limits": {"nvidia.com/gpu": req.gpus or 1}}
         if req.cpus_per_task:
             resources["requests"] = {"cpu": str(req.cpus_per_task)}
         container = {

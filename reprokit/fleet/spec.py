@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from reprokit.config import load_toml
 from reprokit.errors import ConfigError
@@ -47,7 +48,7 @@ class Request:
         return d
 
 
-_TYPES = {"gpus": int, "cpus_per_task": int, "extra": list}
+_TYPES: dict[str, type[Any]] = {"gpus": int, "cpus_per_task": int, "extra": list}
 
 
 def _request(raw: dict, base: Request, where: str) -> Request:
@@ -55,7 +56,7 @@ def _request(raw: dict, base: Request, where: str) -> Request:
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
-    values = {}
+    values: dict[str, Any] = {}
     for key, value in raw.items():
         want = _TYPES.get(key, str)
         if not isinstance(value, want) or isinstance(value, bool):

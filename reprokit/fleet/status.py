@@ -61,19 +61,19 @@ def _one(fleet: state.Fleet, task: state.Task, queue: dict, by_task: dict, by_ra
         acct = by_raw.get(str(rec["raw_job_id"]))
     if acct is not None and acct.active:
         return make("running" if acct.state != "PENDING" else "pending", acct)
-    ended = rec is not None and "ended" in rec
-    if ended and rec.get("ok") and (acct is None or acct.state == "COMPLETED"):
+    ended = rec if rec is not None and "ended" in rec else None  # the record of an attempt that ended
+    if ended is not None and ended.get("ok") and (acct is None or acct.state == "COMPLETED"):
         return make("done", acct)
     if acct is not None:
         why = [f"Slurm: {acct.state}" + (f" ({acct.reason})" if acct.reason else "")
                + (f", exit {acct.exit_code}" if acct.exit_code not in (None, "0:0") else "")]
-        if ended and rec.get("error"):
-            why.append(f"task: {rec['error']}")
-        elif rec is not None and not ended:
+        if ended is not None and ended.get("error"):
+            why.append(f"task: {ended['error']}")
+        elif rec is not None and ended is None:
             why.append(_died(fleet, job.job_id, task.index, rec))
         return make("failed", acct, "; ".join(why))
-    if ended:
-        return make("failed", None, f"task: {rec.get('error') or 'ended without a bundle'}")
+    if ended is not None:
+        return make("failed", None, f"task: {ended.get('error') or 'ended without a bundle'}")
     if rec is not None:
         return make("failed", None, _died(fleet, job.job_id, task.index, rec) + "; Slurm no longer lists it")
     return make("missing", None, "Slurm no longer lists it and it left no record (cancelled before it started?)")

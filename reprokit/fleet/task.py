@@ -65,7 +65,7 @@ def check_shards(plan: dict, shards: int) -> None:
 
 def plan_tasks(stacks: list[Stack], profiles: list[GpuProfile], shards: int) -> tuple:
     """Every (stack x GPU profile x shard), numbered in that order."""
-    tasks = []
+    tasks: list[state.Task] = []
     for stack in stacks:
         for profile in profiles:
             for shard in range(1, shards + 1):
