@@ -36,6 +36,16 @@ class Metric:
     op: str | None = None
     threshold: float = 0.0
 
+    def __post_init__(self) -> None:
+        # parse_metric builds only whole metrics; a caller that builds one by hand gets the same
+        # promise, so value() never looks up a level or an op of None
+        if self.kind not in KINDS:
+            raise ValueError(f"metric kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind in ("tma", "op") and self.level is None:
+            raise ValueError(f"a {self.kind} metric names its IR level")
+        if self.kind == "op" and self.op is None:
+            raise ValueError("an op metric names its op")
+
     @property
     def label(self) -> str:
         if self.kind == "tma":
@@ -63,11 +73,14 @@ class Metric:
         if self.kind == "spills":
             parts = [meta.get("spill_stores"), meta.get("spill_loads")]
             return None if all(p is None for p in parts) else sum(p or 0 for p in parts)
+        level, op = self.level, self.op
+        assert level is not None  # __post_init__: tma and op metrics name their level
         if self.kind == "tma":
-            return record.tma.get(self.level)
+            return record.tma.get(level)
 
-        text = read_ir(self.level) if read_ir else None
-        return None if text is None else ops(self.level, text).get(self.op, 0)
+        assert op is not None  # __post_init__: an op metric names its op
+        text = read_ir(level) if read_ir else None
+        return None if text is None else ops(level, text).get(op, 0)
 
     def same(self, first, other) -> bool:
         """Whether `other` counts as unchanged from the first release's value."""

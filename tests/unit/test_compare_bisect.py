@@ -145,6 +145,18 @@ def test_metrics_read_what_a_compile_shows():
         parse_metric("verdict", 1)
 
 
+def test_a_metric_built_by_hand_is_whole_or_refused():
+    """value() reads a level and an op: a Metric that lacks one is refused when it is built, not
+    answered with None (a tma metric of no level would read as "no TMA")."""
+    from reprokit.compare.metric import Metric
+
+    for kind, level, op, words in (("tma", None, None, "names its IR level"), ("op", "ptx", None, "names its op"),
+                                   ("op", None, "mma", "names its IR level"), ("speed", None, None, "not one of")):
+        with pytest.raises(ValueError, match=words):
+            Metric(kind, level, op)
+    assert Metric("tma", "ptx").label == "tma:ptx" and Metric("regs").label == "regs"
+
+
 @pytest.mark.parametrize("threshold,first_changed", [(None, "3.5.0"), (10, "3.6.0")])
 def test_bisect_on_registers_finds_the_release_where_they_moved(tmp_path, threshold, first_changed):
     from reprokit.compare.metric import parse_metric
