@@ -36,7 +36,7 @@ def _cell(c: CaseRecord, label: str | None = None) -> dict:
 
 
 def _why(c: CaseRecord) -> str:
-    bits = [c.status, c.verdict]
+    bits: list[str] = [c.status, c.verdict]
     if c.failing_pass:
         bits.append(f"in {c.failing_pass}")
     if c.error:
@@ -57,7 +57,7 @@ def answer(plan: dict, results: Results) -> dict:
             groups.append(_one_at_a_time(g, members, plan_cases))
         else:
             groups.append(_product(g, members, plan_cases, plan["profile"], sweep.get("hypotheses", [])))
-    counts = {}
+    counts: dict[str, int] = {}
     for c in results.cases:
         counts[c.status] = counts.get(c.status, 0) + 1
     return {"format": FORMAT, "sweep": sweep["name"], "stack": plan["stack"].get("name"),
@@ -133,7 +133,8 @@ def _product(g: dict, members: list, plan_cases: dict, profile: dict, hypotheses
     if not supported:
         out["answer"] = f"{g['family']}: not offered by this release ({members[0].error})"
         return out
-    failing, example = {}, {}
+    failing: dict[tuple[str, str, str, str], list[str]] = {}
+    example: dict[tuple[str, str, str, str], str] = {}
     for c in supported:
         # Failing: not compiled, or not what was expected (the suite's groups expect TMA; a
         # declared call states its own expectation, or none: then only the status counts).
@@ -185,7 +186,7 @@ def best_rule(target: set, ids: list, params: dict, axes: list, values: dict) ->
     """The conjunction of `axis >= threshold` that selects exactly `target` among `ids` with the
     fewest conditions and the lowest thresholds; else the one with the fewest misclassified points."""
     choices = [[None] + values[a][1:] for a in axes]  # the smallest value as a threshold is no condition
-    best = None
+    best: tuple[tuple, dict, set] | None = None
     for combo in itertools.product(*choices):
         rule = {a: t for a, t in zip(axes, combo) if t is not None}
         sel = {i for i in ids if _matches(rule, params[i])}
@@ -193,6 +194,7 @@ def best_rule(target: set, ids: list, params: dict, axes: list, values: dict) ->
         key = (wrong, len(rule), [values[a].index(t) for a, t in rule.items()])
         if best is None or key < best[0]:
             best = (key, rule, sel)
+    assert best is not None  # each axis offers at least "no condition": the product is never empty
     (wrong, _, _), rule, sel = best
     return {"rule": rule, "text": rule_text(rule), "exact": wrong == 0, "selected": len(sel),
             "false_positives": len(sel - target), "missed": len(target - sel)}
@@ -216,7 +218,7 @@ def _frontier(cases: list, params: dict, profile: dict, axes: list) -> dict:
     big = [c for c in ok if c.metadata["shared_bytes"] > limit]
     # Per tile (every axis but warps and stages): the most stages that still fit the profile.
     tile_axes = [a for a in axes if a not in ("num_stages", "num_warps")]
-    most = {}
+    most: dict[str, int] = {}
     if "num_stages" in axes:
         for c in fits:
             p = params[c.id]

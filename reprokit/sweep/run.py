@@ -272,8 +272,11 @@ def _watch(work: Path, total: int, progress, stop: threading.Event) -> None:
 
 def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> tuple[Path, dict]:
     """Condense a finished work folder, answer it, and write the bundle (dated bundle.source_date_epoch)."""
+    epoch = bundle.source_date_epoch
+    if epoch is None:  # both callers date it: a run by its start, a merge by its shards' date
+        raise ValueError("pack: the bundle's source_date_epoch is not set")
     plan = json.loads((Path(work) / "plan.json").read_text())
-    answers = {}
+    answers: dict = {}
 
     def keep(canon: dict) -> set:
         answers.update(answers_mod.answer(plan, parse_results(canon, HarnessError, str(work))))
@@ -281,7 +284,7 @@ def pack(work: Path, origin: Origin, bundle: BundleOptions, tmp_root: Path) -> t
 
     with locks.scratch(tmp_root, "sweep") as tmp:
         cap = Path(tmp) / "capture"
-        condense(work, cap, epoch=bundle.source_date_epoch, keep=keep, paths=_run_paths(work))
+        condense(work, cap, epoch=epoch, keep=keep, paths=_run_paths(work))
         (cap / "sweep.json").write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
         path = publish(cap, origin, bundle)
     return path, answers

@@ -17,6 +17,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reprokit.config import GpuProfile, load_toml
 from reprokit.errors import ConfigError, UsageError
@@ -164,7 +165,7 @@ def _group(g: dict, where: str) -> Group:
     for axis in reduced:
         if axis not in dict(axes):
             raise ConfigError(f"{where}: group {name!r} reduces unknown axis {axis!r}")
-    named = ()
+    named: tuple[tuple[str, dict[str, Any]], ...] = ()
     if g.get("named_from_suite"):
         named = tuple((c["name"], {"BM": c["BM"], "BN": c["BN"], "BK": c["BK"], "num_warps": c["num_warps"],
                                    "num_stages": c["num_stages"]}) for c in load_suite().get("gemm", {}).get("configs", []))
