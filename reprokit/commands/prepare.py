@@ -26,7 +26,7 @@ def run(args) -> int:
     stacks = load_config().select_stacks(args.stacks)
     if not stacks:
         raise UsageError("stacks.toml defines no stacks")
-    out, failed = {}, 0
+    out: dict[str, dict] = {}  # stack name: its facts, or its error
     with make_executor(args.executor, args.host, with_torch=args.with_torch, report=say, stacks=stacks) as executor:
         failed = _prepare_all(executor, stacks, out, args.json)
     if args.json:

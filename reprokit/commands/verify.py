@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     limits = Limits.from_env(args.max_bytes, args.max_member_bytes, environ=args.host.environ)
-    out = {"bundle": str(args.bundle), "sha256": None, "files": None}
+    out: dict[str, str | int | None] = {"bundle": str(args.bundle), "sha256": None, "files": None}
     try:
         report = check(args.bundle, limits)
     except BundleUnusable as e:  # the verdict itself, reported like any other: this verb's output
