@@ -120,7 +120,7 @@ class _ValueNamer:
     a one-op change stays a one-line diff. Values no op line defines (function and block
     arguments, loop induction variables) are numbered in order of appearance: %a0, %a1, ..."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.names: dict = {}
         self.taken: set = set()
         self.args = 0
