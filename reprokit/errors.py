@@ -128,6 +128,13 @@ class ProgramFailed(ReprokitError):
     exit_code = 6
 
 
+class PredicateNotHeld(ReprokitError):
+    """`reduce`: the predicate does not hold on the original case, or no longer holds on the
+    reduced one rechecked from a clean run; nothing was written."""
+
+    exit_code = 7
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where Ctrl-C's KeyboardInterrupt would be, so that every
     clean-up that runs on Ctrl-C runs on them too; `main()` exits 128 + the signal."""

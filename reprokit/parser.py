@@ -14,7 +14,7 @@ from reprokit.errors import UsageError
 
 VERBS = ("capture", "run", "replay", "diff", "bisect", "bundle", "verify", "sign", "show", "prepare", "stacks",
          "report", "wheelhouse", "fleet",
-         "sweep", "trace", "init", "check")
+         "sweep", "trace", "init", "check", "reduce")
 
 
 def takes_list(action: argparse.Action) -> bool:

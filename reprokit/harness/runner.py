@@ -404,7 +404,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                 rec, compile_log = _finish(job, status, timed_out)
                 records[cid] = rec
                 log(f"{cid}: {rec['status']} ({rec['wall_s']:.2f} s)")
-                if _wants_reproducer(rec, compile_log):
+                if plan.get("reproducers", True) and _wants_reproducer(rec, compile_log):
                     pending.append(job.rerun_for_reproducer())  # next to start
                 else:
                     done(cid, rec)
@@ -419,7 +419,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     judged = _judge_all(plan, records, triton.__version__)
     # One standalone script per case (only Triton needed), in the form this release's ASTSource
     # takes. A sweep's bundle keeps a few hundredths of its points: it writes theirs when it packs.
-    for cid, why in [] if resumable else reproducer.write_all(
+    # A reduction's candidates need only their records: no reproducers (plan "reproducers": false).
+    for cid, why in [] if resumable or not plan.get("reproducers", True) else reproducer.write_all(
             plan, kernels_dir, out_dir, judged, form=compat.astsource_form(), triton_version=triton.__version__):
         log(f"{cid}: no standalone reproducer ({why})")
     results = {
