@@ -192,6 +192,18 @@ def metric_spec(text: str) -> str:
     return text.strip()
 
 
+def predicate_spec(text: str) -> str:
+    """What a reduction keeps true: crash, verdict, metric:NAME, wrong or slower."""
+    kind, _, rest = (text or "").strip().partition(":")
+    if kind not in ("crash", "verdict", "metric", "wrong", "slower") or (kind == "metric") != bool(rest):
+        raise Bad("expected crash, verdict, metric:NAME, wrong or slower")
+    if kind == "metric":
+        metric_spec(rest)
+        if rest.strip() == "verdict":
+            raise Bad("metric:verdict: use verdict")
+    return text.strip()
+
+
 def positive_seconds(text: str) -> float:
     """A finite number of seconds above 0 (0 or less would make every case a timeout)."""
     try:

@@ -23,6 +23,7 @@ from reprokit.commands.argtypes import (
     metric_spec,
     non_negative_number,
     out_dir,
+    positive_int,
     version_range,
 )
 from reprokit.compare.metric import parse_metric
@@ -30,7 +31,7 @@ from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import make_executor
 from reprokit.options import BundleOptions, GpuOptions, Listener, quiet
-from reprokit.run.bisect import PackageIndex, bisect, list_releases, max_captures, parse_range
+from reprokit.run.bisect import PackageIndex, bisect, list_releases, max_captures, parse_range, scan
 from reprokit.suite import expand_cases, load_suite
 from reprokit.userspec.plan import checked, project_run
 from reprokit.userspec.project import for_run
@@ -45,7 +46,8 @@ def add_parser(sub) -> None:
                     "where one pins that release), following its status and verdict or --metric: regs, smem, "
                     "spills, tma:LEVEL or op:NAME@LEVEL, changed when it moves by more than --threshold. Ends with the two boundary bundles under --out and one answer "
                     "line. Assumes one change inside the range, like git bisect.",
-        epilog="example: reprokit bisect --case tensor_descriptor.p0 --versions 3.4.0..3.9.0 --gpu h100 --metric regs",
+        epilog="example: reprokit bisect --case tensor_descriptor.p0 --versions 3.4.0..3.9.0 --gpu h100 --metric regs\n"
+               "example: reprokit bisect --case tensor_descriptor.p0 --versions 3.4.0..3.9.0 --gpu h100 --metric regs --scan",
     )
     p.add_argument("--case", required=True, type=case_id,
                    help="a case id of the suite (e.g. tensor_descriptor.p0), or of the project's reprokit.toml")
@@ -57,6 +59,12 @@ def add_parser(sub) -> None:
                    help="what to follow: verdict (default), regs, smem, spills, tma:LEVEL or op:NAME@LEVEL")
     p.add_argument("--threshold", type=non_negative_number, default=None, metavar="N",
                    help="a numeric metric counts as changed only when it moves by more than N (default 0)")
+    p.add_argument("--scan", action="store_true",
+                   help="capture every release in the range (--jobs at once) instead of bisecting, keep every "
+                        "bundle, and name each transition (regressed in X, fixed in Y); releases that cannot run "
+                        "the case are listed as unsupported")
+    p.add_argument("--jobs", type=positive_int, default=4, metavar="N",
+                   help="--scan: releases captured at once (default 4)")
     p.add_argument("--json", action="store_true", help="print the bisection as JSON")
     add_project_arg(p)
     p.set_defaults(func=run)
@@ -92,6 +100,8 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, plan) -> int
             say(f"skipped (no wheel for Python {releases.python}): {', '.join(releases.skipped)}")
         if releases.note:
             say(f"note: {releases.note}")
+    if args.scan:
+        return _scan(args, cfg, profile, releases, executor, metric, plan)
     total = max_captures(len(releases.usable))
     with Progress(TextColumn("bisect {task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[last]}"), TimeElapsedColumn(), console=console(),
@@ -114,5 +124,31 @@ def _bisect(args, cfg, profile, lo: str, hi: str, executor, metric, plan) -> int
         return 0
     for b in result.bundles:
         say(f"bundle: {b}")
+    print(result.answer)
+    return 0
+
+
+def _scan(args, cfg, profile, releases, executor, metric, plan) -> int:
+    with Progress(TextColumn("scan {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[last]}"), TimeElapsedColumn(), console=console(),
+                  disable=args.json) as bar:
+        task = bar.add_task(args.case, total=len(releases.usable), last="")
+
+        class Steps(Listener):
+            def step(self, step) -> None:
+                seen = f"{step.status}/{step.verdict}" + ("" if metric.kind == "verdict" else f", {metric.text(step.value)}")
+                bar.update(task, advance=1, last=f"{step.version}: {seen}")
+
+        result = scan(args.case, profile, releases, cfg, executor, BundleOptions.from_host(args.host, args.out),
+                      listener=Steps(), metric=metric, plan=plan, jobs=args.jobs)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+        return 0
+    for p in result.points:
+        seen = p.error if not p.runs else (f"{p.status}/{p.verdict}" + ("" if metric.kind == "verdict" else f", {metric.text(p.value)}"))
+        say(f"triton {p.version} ({p.stack}): {p.status if not p.runs else 'runs'}: {seen}")
+    for b in result.bundles:
+        say(f"bundle: {b}")
+    say(f"{len(result.points)} releases captured in {result.wall_s:.1f} s, {args.jobs} at once")
     print(result.answer)
     return 0

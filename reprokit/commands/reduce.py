@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
+from reprokit import locks
 from reprokit.commands._common import add_gpu_args, add_project_arg, console, gpu_from_args, say
 from reprokit.commands.argtypes import (
     case_id,
@@ -20,17 +21,19 @@ from reprokit.commands.argtypes import (
     out_dir,
     positive_int,
     positive_seconds,
+    predicate_spec,
     stack_list,
 )
 from reprokit.compare.sources import open_verified
-from reprokit.config import load_config
+from reprokit.config import GpuProfile, load_config
 from reprokit.errors import UsageError
 from reprokit.executors import make_executor
 from reprokit.options import BundleOptions, GpuOptions
 from reprokit.reduce import driver
 from reprokit.reduce.predicate import FAILED, parse
 from reprokit.run.replay import bundle_stack, write_kernels
-from reprokit import locks
+from reprokit.userspec.plan import build_plan, checked, stage_kernels
+from reprokit.userspec.project import for_run
 
 
 def add_parser(sub) -> None:
@@ -57,7 +60,7 @@ def add_parser(sub) -> None:
     p.add_argument("bundle", type=existing_file, nargs="?", default=None, metavar="BUNDLE",
                    help="a bundle .tgz holding the case (leave out with --project)")
     p.add_argument("--case", required=True, type=case_id, help="the case's id in the bundle or project")
-    p.add_argument("--predicate", default=None, metavar="P",
+    p.add_argument("--predicate", type=predicate_spec, default=None, metavar="P",
                    help="crash, verdict, metric:NAME, wrong or slower (default: the case's own failure)")
     p.add_argument("--stacks", type=stack_list, default=None, metavar="A[,B]",
                    help="stacks from stacks.toml the predicate reads, the reference first (default: the bundle's own)")
@@ -87,8 +90,6 @@ def _from_bundle(args, tmp: Path):
         ids = ", ".join(c["id"] for c in bundle.plan["cases"][:4])
         raise UsageError(f"no case {args.case!r} in {args.bundle}; e.g. {ids}")
     write_kernels(bundle, tmp)
-    from reprokit.config import GpuProfile
-
     profile = GpuProfile.from_dict(bundle.plan["profile"], where="the bundle's plan: GPU profile")
     rec = bundle.records.case(args.case)
     subject = driver.Subject(args.case, bundle.plan, case, tmp, profile, bundle.sha256)
@@ -96,9 +97,6 @@ def _from_bundle(args, tmp: Path):
 
 
 def _from_project(args, tmp: Path):
-    from reprokit.userspec.plan import build_plan, checked, stage_kernels
-    from reprokit.userspec.project import for_run
-
     if args.gpu is None:
         raise UsageError("--project needs --gpu (a bundle names its own GPU profile)")
     project = for_run(args.project)

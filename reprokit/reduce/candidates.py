@@ -370,7 +370,9 @@ def cut_decorator_lists(tree: ast.Module, case: dict, fn: str) -> Iterator[tuple
         for n in ast.walk(d):
             if isinstance(n, ast.List) and len(n.elts) > 1:
                 t = copy.deepcopy(tree)
-                _index(t)[nodes.index(n)].elts[1:] = []
+                lst = _index(t)[nodes.index(n)]
+                assert isinstance(lst, ast.List)
+                lst.elts[1:] = []
                 yield f"line {n.lineno}: a decorator's list of {len(n.elts)} cut to one", t, case
 
 

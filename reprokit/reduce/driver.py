@@ -21,8 +21,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Mapping
 
 from reprokit import locks
-from reprokit.bundle.writer import publish
+from reprokit.bundle.reader import open_bundle
 from reprokit.compare.normalise import normalise
+from reprokit.compare.sources import ResultSet
 from reprokit.config import GpuProfile, Stack
 from reprokit.errors import PredicateNotHeld
 from reprokit.executors import Executor
@@ -32,6 +33,7 @@ from reprokit.reduce import cache as cache_mod
 from reprokit.reduce.candidates import Size, State, candidates, constexprs, kernel_ref, nodes, normalised, size
 from reprokit.reduce.predicate import Predicate, observe
 from reprokit.run.execute import execute, stage
+from reprokit.run.publish import keep
 from reprokit.run.stacks import run_stacks
 
 # Seconds a candidate may compile: a shrunk kernel that hangs the compiler is no reproducer.
@@ -200,7 +202,7 @@ class Evaluator:
 def _ir_from(work: Path, rec: CaseRecord | None) -> Callable[[str], str | None]:
     def read(level: str) -> str | None:
         rel = rec.artifacts.get(level) if rec else None
-        if not rel:
+        if not rel or rec is None:
             return None
         path = work / "cases" / rec.id / rel if not rel.startswith("cases/") else work / rel
         return normalise(level, path.read_text(errors="replace")) if path.is_file() else None
@@ -284,25 +286,10 @@ def recheck_and_bundle(subject: Subject, stacks: list[Stack], result: Reduction,
         if not pred.holds(observed):
             raise PredicateNotHeld(f"{subject.case_id}: the predicate ({pred.describe()}) no longer holds on the "
                                    "reduced case rechecked from a clean run; nothing written")
-        kept = _keep([o.bundle for o in outcomes if o.bundle is not None], Path(bundle.out_dir))
+        kept = keep([o.bundle for o in outcomes if o.bundle is not None], Path(bundle.out_dir))
     return replace(result, bundles=kept)
 
 
 def _bundle_ir(path: Path, case_id: str) -> Callable[[str], str | None]:
-    from reprokit.bundle.reader import open_bundle
-    from reprokit.compare.sources import ResultSet
-
     rs = ResultSet.from_bundle(open_bundle(path))
     return lambda level: rs.normalised(case_id, level)
-
-
-def _keep(bundles: list[Path], out: Path) -> tuple[Path, ...]:
-    """Copy the rechecked bundles into `out`, each written aside and renamed into place."""
-    out.mkdir(parents=True, exist_ok=True)
-    kept = []
-    for src in bundles:
-        with locks.hold(out / src.name, "bundle"), locks.temp(out, f".{src.name}", "partial", is_dir=False) as t:
-            shutil.copyfile(src, t.path)
-            publish(t.path, out / src.name)
-        kept.append(out / src.name)
-    return tuple(kept)

@@ -26,6 +26,7 @@ from reprokit.bundle.reader import open_bundle
 from reprokit.bundle.writer import link_into_place
 from reprokit.compare.metric import Metric
 from reprokit.compare.sources import ResultSet
+from reprokit.compare.transitions import transitions
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import ExecutorError, ReprokitError, UsageError
 from reprokit.executors import Executor
@@ -216,7 +217,8 @@ def bisect(case: str, profile: GpuProfile, releases: Releases, config: Config, e
         if hi == 0 or metric.same(first, probe(hi)):
             span = versions[0] if hi == 0 else f"{versions[0]} to {versions[-1]}"
             answer = (f"{case} on {profile.key}: {metric.text(first)}{within} on every release tested, {span} "
-                      f"({len(steps)} captures; a change and its undoing inside the range would not show)")
+                      f"({len(steps)} captures; a change and its undoing inside the range would not show: "
+                      f"--scan captures every release and would settle it)")
             keep = [versions[0]] + ([versions[-1]] if hi else [])
             return Bisection(case, profile.key, releases, tuple(steps), None, None,
                              _keep(seen, keep, out), answer, metric.label)
@@ -257,3 +259,102 @@ def _keep(seen: dict, versions: list, out: Path) -> tuple:
             link_into_place(t.path, out / src.name)
         kept.append(out / src.name)
     return tuple(kept)
+
+
+# --- bisect --scan: every release in the range, captured at once ------------------------------
+
+@dataclass(frozen=True)
+class ScanPoint:
+    version: str
+    stack: str
+    status: str                # the case's status, or "failed" when the stack could not run it
+    verdict: str
+    value: object              # the metric's value; None where the compile gave none
+    bundle: Path | None
+    error: str | None = None   # why the release could not run the case
+
+    @property
+    def runs(self) -> bool:
+        return self.status not in ("unsupported", "failed")
+
+
+@dataclass(frozen=True)
+class Scan:
+    case: str
+    profile: str
+    releases: Releases
+    points: tuple              # ScanPoint per release, oldest first: none dropped
+    transitions: tuple
+    answer: str
+    metric: str
+    bundles: tuple
+    wall_s: float
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {"case": self.case, "profile": self.profile, "metric": self.metric, "answer": self.answer,
+                "releases": list(self.releases.usable), "skipped": list(self.releases.skipped),
+                "python": self.releases.python, "note": self.releases.note, "wall_s": round(self.wall_s, 2),
+                "points": [{**asdict(p), "bundle": str(p.bundle) if p.bundle else None} for p in self.points],
+                "transitions": [asdict(t) for t in self.transitions], "bundles": [str(b) for b in self.bundles]}
+
+
+def scan(case: str, profile: GpuProfile, releases: Releases, config: Config, executor: Executor,
+         bundle: BundleOptions, *, listener: Listener = SILENT, metric: Metric | None = None,
+         options: RunOptions | None = None, jobs: int = 4) -> Scan:
+    """Capture `case` on every release in `releases.usable`, `jobs` releases at once, and name
+    every transition. A release whose stack cannot run the case is a point of its own
+    ("unsupported" from the harness, "failed" when the stack could not be built or run), never
+    dropped. Every capture's bundle is kept under bundle.out_dir; `listener.step` hears each."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    metric = metric or Metric("verdict")
+    out = Path(bundle.out_dir)
+    options = options or RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
+    versions = list(releases.usable)
+    t0 = time.monotonic()
+    scratch_temp = locks.make_temp(executor.host.tmp, "reprokit-scan", "tmp", is_dir=True)
+    done: list = []
+
+    def one(v: str) -> ScanPoint:
+        stack = stack_for(v, config)
+        (o,) = run_stacks([stack], executor, options, replace(bundle, out_dir=scratch_temp.path / v))
+        rec = o.results.case(case) if o.ok and o.results else None
+        if rec is None:
+            p = ScanPoint(v, stack.name, "failed", "error", None, None,
+                          o.error or f"the capture holds no case {case}")
+        else:
+            value = metric.value(rec, _ir_reader(o.bundle, case) if metric.needs_ir else None)
+            p = ScanPoint(v, stack.name, rec.status, rec.verdict, value, o.bundle,
+                          rec.error if rec.status == "unsupported" else None)
+        done.append(p)
+        listener.step(Step(len(done), v, stack.name, p.status, p.verdict, None, p.value))
+        return p
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            points = list(pool.map(one, versions))
+        kept = _keep({p.version: (None, p.bundle) for p in points if p.bundle}, [p.version for p in points if p.bundle],
+                     out)
+    finally:
+        scratch_temp.discard()
+    points = [replace(p, bundle=b) for p, b in zip([p for p in points if p.bundle], kept)] + \
+        [p for p in points if not p.bundle]
+    points.sort(key=lambda p: vkey(p.version))
+    trans = transitions(points, metric)
+    return Scan(case, profile.key, releases, tuple(points), trans, scan_answer(case, profile.key, points, trans, metric),
+                metric.label, tuple(kept), time.monotonic() - t0)
+
+
+def scan_answer(case: str, profile: str, points: list, trans: tuple, metric: Metric) -> str:
+    runs = [p for p in points if p.runs]
+    if not runs:
+        return f"{case} on {profile}: runs on no release from {points[0].version} to {points[-1].version}"
+    moved = [t.text(metric) for t in trans]
+    if not moved:
+        return f"{case} on {profile}: {metric.text(runs[0].value)} on every release from {points[0].version} to " \
+               f"{points[-1].version}, each captured"
+    return f"{case} on {profile}: {metric.text(points[0].value) if points[0].runs else 'unsupported'} on " \
+           f"{points[0].version}; " + ", ".join(moved)

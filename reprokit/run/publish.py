@@ -7,8 +7,11 @@ that what holds for one holds for all.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+from reprokit import locks
+from reprokit.bundle.writer import publish as atomic_publish
 from reprokit.bundle.writer import write_bundle
 from reprokit.options import BundleOptions, Origin
 
@@ -17,3 +20,16 @@ def publish(capture_dir: Path, origin: Origin, options: BundleOptions) -> Path:
     """Pack `capture_dir` (a capture, a condensed sweep, a trace) into a bundle under
     options.out_dir and return its path."""
     return write_bundle(capture_dir, origin, options)
+
+
+def keep(bundles: list[Path], out: Path) -> tuple[Path, ...]:
+    """Copy finished bundles (made in a scratch folder) into `out`, each written aside and renamed
+    into place: never over a different file under the same name."""
+    out.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for src in bundles:
+        with locks.hold(out / src.name, "bundle"), locks.temp(out, f".{src.name}", "partial", is_dir=False) as t:
+            shutil.copyfile(src, t.path)
+            atomic_publish(t.path, out / src.name)
+        kept.append(out / src.name)
+    return tuple(kept)

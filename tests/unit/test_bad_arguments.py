@@ -79,6 +79,8 @@ RULES: dict[str, Rule] = {
     "positive_seconds": Rule("10", (*_NUMBERS, ("zero", "0"), ("inf", "inf"))),
     "non_negative_number": Rule("0", ((_EMPTY, ("negative", "-1"), ("nan", "nan"), ("word", "many"), ("inf", "inf")))),
     "metric_spec": Rule("regs", (_EMPTY, ("unknown", "speed"), ("bad-level", "tma:cubin"), ("no-level", "op:mma"))),
+    "predicate_spec": Rule("metric:regs", (_EMPTY, ("unknown", "faster"), ("metric-alone", "metric"),
+                                           ("bad-metric", "metric:speed"), ("crash-with-name", "crash:regs"))),
     "fraction": Rule("0.05", (*_NUMBERS, ("one", "1"), ("inf", "inf"))),
     "confidence": Rule("0.95", (*_NUMBERS, ("half-less", "0.4"), ("one", "1"))),
     "microseconds": Rule("0.25", (*_NUMBERS, ("inf", "inf"))),
