@@ -15,10 +15,13 @@ in the bundle and their sha256.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from reprokit.compare.grid import moved_summary
+from reprokit.compare.metric import Metric
 from reprokit.compare.normalise import LEVELS
+from reprokit.compare.transitions import transitions
 from reprokit.report.findings import Finding, by_template
 from reprokit.report.model import Report, tma_text
 
@@ -363,6 +366,60 @@ def _attached(r: Report, fnd) -> list[str]:
     return [f"  - `{r.facts[i].file}`: `{f['path']}` sha256 `{f['sha256']}`" for f in files]
 
 
+def reduced_parts(r: Report) -> list[str]:
+    """The kernel `reprokit reduce` left, from each bundle it made (its plan says "reduced")."""
+    lines: list[str] = []
+    for f, b in zip(r.facts, r.bundles):
+        red = b.plan.get("reduced")
+        if not isinstance(red, dict) or f"kernels/{red.get('file')}" not in b.data:
+            continue
+        a, z = red.get("from") or {}, red.get("to") or {}
+        lines += [f"#### Reduced `{red.get('case')}` ({f.label})", "",
+                  f"`reprokit reduce` shrank it from {a.get('lines')} lines / {a.get('nodes')} AST nodes to "
+                  f"{z.get('lines')} / {z.get('nodes')} while this held: {_esc(red.get('holds', ''))}. "
+                  f"The kernel (`kernels/{red['file']}` in the bundle):", "",
+                  *fence(b.read_text(f"kernels/{red['file']}"), "python")]
+    return lines
+
+
+def _version_key(text: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.+-]", text))
+
+
+@dataclass(frozen=True)
+class _Point:
+    version: str
+    value: object
+    runs: bool
+
+
+def release_parts(r: Report) -> list[str]:
+    """With bundles of three or more releases (a `bisect --scan`): each case's transitions,
+    release by release, in verdict, registers and shared memory."""
+    versions = {f.triton for f in r.facts}
+    if len(versions) < 3 or len(versions) != len(r.facts):
+        return []
+    order = sorted(range(len(r.facts)), key=lambda i: _version_key(r.facts[i].triton))
+    lines: list[str] = []
+    for row in r.grid.rows:
+        said = []
+        for metric in (Metric("verdict"), Metric("regs"), Metric("smem")):
+            points = []
+            for i in order:
+                rec = r.record(i, row.case)
+                if rec is not None:
+                    points.append(_Point(r.facts[i].triton, metric.value(rec), rec.status != "unsupported"))
+            # Starting or stopping to run is said once, with the verdicts.
+            said += [t.text(metric) for t in transitions(points, metric)
+                     if metric.kind == "verdict" or t.kind not in ("supported", "unsupported")]
+        if said:
+            lines.append(f"- `{row.case}`: " + "; ".join(dict.fromkeys(said)))
+    if not lines:
+        return []
+    span = " ".join(r.facts[i].triton for i in order)
+    return ["#### Across releases", "", f"Triton {span}, each captured:", "", *lines, ""]
+
+
 def _assemble(r: Report, found: list, template: str, k: int, n: int, detail: list[str], section) -> str:
     which = f" Issue {k} of {n}:" if n > 1 else ""
     url = f"https://github.com/triton-lang/triton/issues/new?template={TEMPLATE_FILES[template]}"
@@ -371,6 +428,7 @@ def _assemble(r: Report, found: list, template: str, k: int, n: int, detail: lis
              f"     Suggested title: {title(r, found).replace('--', '- -')} -->",
              "", f"### {DESCRIBE[template]}", ""]
     lines += _summary(r, found, template)
+    lines += reduced_parts(r) + release_parts(r)
     lines += ["#### Verdicts", ""] + grid_lines(r)
     for j, d in enumerate(detail):
         lines += section(j, d)
