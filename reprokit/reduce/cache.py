@@ -15,6 +15,7 @@ from pathlib import Path
 from reprokit.errors import FileSystemError
 
 FILE = "cache.jsonl"
+STATES = "candidates.jsonl"  # each compiled candidate's kernel and case, once: what the bench recompiles bare
 
 
 def key(stack: str, triton: str, profile: str, mode: str, observes: str, digest: str) -> str:
@@ -37,7 +38,11 @@ class Cache:
                         continue  # the line a kill cut short
                     if isinstance(doc, dict) and isinstance(doc.get("key"), str) and isinstance(doc.get("obs"), dict):
                         self.entries[doc["key"]] = doc["obs"]
+            torn = self.path.exists() and self.path.stat().st_size > 0 and not self.path.read_bytes().endswith(b"\n")
             self._f = self.path.open("a")
+            if torn:
+                self._f.write("\n")  # end the torn line, so the next entry starts a line of its own
+            self._states = (Path(folder) / STATES).open("a")
         except OSError as e:
             raise FileSystemError.of(self.path, e, "cannot use the reduction's cache") from None
         self.loaded = len(self.entries)
@@ -50,5 +55,10 @@ class Cache:
         self._f.write(json.dumps({"key": k, "obs": obs}, sort_keys=True) + "\n")
         self._f.flush()
 
+    def put_state(self, digest: str, source: str, case: str) -> None:
+        self._states.write(json.dumps({"digest": digest, "source": source, "case": case}, sort_keys=True) + "\n")
+        self._states.flush()
+
     def close(self) -> None:
         self._f.close()
+        self._states.close()

@@ -154,6 +154,9 @@ class Evaluator:
                 elif self.cache.get(k) is not None:
                     self.hits += 1
             if need:
+                if si == 0:
+                    for i in need:
+                        self.cache.put_state(states[i].digest, states[i].source, states[i].case)
                 for i, obs in zip(need, self._run(stack, [states[i] for i in need])):
                     self.cache.put(self._key(stack, states[i]), obs)
                 self.compiles += len(need)
