@@ -110,6 +110,15 @@ VERSIONS ?= 3.0.0..3.9.0
 bench-replay: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_replay.py --stack $(if $(filter command line,$(origin BENCH_STACK)),$(BENCH_STACK),triton-3.6-cu130) --gpu $(GPU) --workers $(WORKERS) --versions $(VERSIONS)
 
+# reduce: the 3.0 crash case and the persistent matmul's register move, each from an empty cache:
+# compiles/s against a bare triton.compile of the same candidates in the same run, the reduction
+# ratio and the wall time (REDUCE_CASES=crash,metric; REDUCE_TIME_LIMIT=S caps each reduction).
+REDUCE_CASES ?= crash,metric
+REDUCE_TIME_LIMIT ?=
+.PHONY: bench-reduce
+bench-reduce: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/bench_reduce.py --cases $(REDUCE_CASES) --workers $(WORKERS) $(if $(REDUCE_TIME_LIMIT),--time-limit $(REDUCE_TIME_LIMIT))
+
 .PHONY: bench-bundle
 bench-bundle: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_bundle.py

@@ -236,8 +236,10 @@ def reduce(subject: Subject, stacks: list[Stack], predicate: Predicate, executor
                                    "source reformatted; nothing written")
         best_score, steps, stopped = score(best), [], None
         start, changed, tried = 0, False, 0
+        pool, pool_of = [], ""
         while True:
-            pool = [c for c in candidates(best) if score(c.state) < best_score]
+            if pool_of != best.digest:  # made once per best: the passes copy the whole tree per candidate
+                pool, pool_of = [c for c in candidates(best) if score(c.state) < best_score], best.digest
             if start >= len(pool):
                 if not changed:
                     break

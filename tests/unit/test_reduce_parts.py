@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,11 @@ CALL_CASE = {"id": "matmul.persistent", "file": "matmul_persistent.py", "functio
                       "options": {"num_warps": 8, "num_stages": 3}}}
 
 
+@lru_cache(maxsize=None)
+def _all(state: cand.State) -> tuple:
+    return tuple(cand.candidates(state))
+
+
 def _suite_state() -> cand.State:
     return cand.State.of((ROOT / "kernels" / "copy_experimental_descriptor.py").read_text(), SUITE_CASE)
 
@@ -52,7 +58,7 @@ def test_sizes_count_the_reached_functions_without_contexts():
 def test_every_candidate_is_a_new_valid_module_that_keeps_the_kernel(state):
     seen = set()
     fn = cand.kernel_ref(state.case_dict())[1]
-    got = list(cand.candidates(state))
+    got = list(_all(state))
     assert len(got) > 20
     for c in got:
         tree = ast.parse(c.state.source)
@@ -62,7 +68,7 @@ def test_every_candidate_is_a_new_valid_module_that_keeps_the_kernel(state):
 
 
 def test_fixing_a_constexpr_takes_it_out_of_the_source_and_the_call():
-    (c,) = [c for c in cand.candidates(_call_state()) if c.step == "fix BLOCK_K = 64"]
+    (c,) = [c for c in _all(_call_state()) if c.step == "fix BLOCK_K = 64"]
     fn = next(f for f in ast.parse(c.state.source).body if getattr(f, "name", "") == "matmul_persistent")
     assert "BLOCK_K" not in [a.arg for a in fn.args.args]
     assert "BLOCK_K" not in ast.unparse(fn) and "64" in ast.unparse(fn)
@@ -79,11 +85,11 @@ def test_an_unused_argument_goes_from_the_signature_and_divisibility():
 
 
 def test_helpers_inline_loops_peel_and_sizes_shrink():
-    steps = [c.step for c in cand.candidates(_call_state())]
+    steps = [c.step for c in _all(_call_state())]
     assert "inline _tile at line 33" in steps
     assert {"peel the loop at line 32", "peel the loop at line 37"} <= set(steps)
     assert {"BLOCK_N 256 -> 128", "num_warps 8 -> 4", "num_stages 3 -> 2"} <= set(steps)
-    inlined = next(c for c in cand.candidates(_call_state()) if c.step.startswith("inline _tile"))
+    inlined = next(c for c in _all(_call_state()) if c.step.startswith("inline _tile"))
     assert "_tile(" not in inlined.state.source.split("def matmul_persistent")[1]
     assert cand.size(inlined.state).nodes < cand.size(_call_state()).nodes
 
