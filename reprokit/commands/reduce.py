@@ -27,11 +27,11 @@ from reprokit.commands.argtypes import (
 from reprokit.compare.sources import open_verified
 from reprokit.config import GpuProfile, load_config
 from reprokit.errors import UsageError
-from reprokit.executors import make_executor
+from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions, GpuOptions
 from reprokit.reduce import driver
 from reprokit.reduce.predicate import FAILED, parse
-from reprokit.run.replay import bundle_stack, write_kernels
+from reprokit.run.replay import bundle_stack, write_kernels, write_tensors
 from reprokit.userspec.plan import build_plan, checked, stage_kernels
 from reprokit.userspec.project import for_run
 
@@ -68,7 +68,8 @@ def add_parser(sub) -> None:
                    help="metric: the smallest move that counts (default 1); slower: the smallest extra fraction "
                         "(default 0.1)")
     p.add_argument("--gpu", type=gpu_profile, default=None, help="GPU profile (with --project; a bundle names its own)")
-    p.add_argument("--executor", choices=("venv", "docker"), default="venv")
+    p.add_argument("--executor", choices=("venv", "docker", "local"), default="venv",
+                   help="where candidates compile (default venv; local: this interpreter's own Triton, one stack)")
     p.add_argument("--workers", type=positive_int, default=None, help="candidates compiled at once (default: CPU count)")
     p.add_argument("--batch", type=positive_int, default=None,
                    help="candidates per harness run (default: twice --workers)")
@@ -92,7 +93,9 @@ def _from_bundle(args, tmp: Path):
     write_kernels(bundle, tmp)
     profile = GpuProfile.from_dict(bundle.plan["profile"], where="the bundle's plan: GPU profile")
     rec = bundle.records.case(args.case)
-    subject = driver.Subject(args.case, bundle.plan, case, tmp, profile, bundle.sha256)
+    tensors = tmp.parent / "tensors"
+    kept = write_tensors(bundle, {**bundle.plan, "cases": [case]}, tensors)
+    subject = driver.Subject(args.case, bundle.plan, case, tmp, profile, bundle.sha256, tensors if kept else None, rec)
     return subject, bundle_stack(bundle.manifest), rec, bundle.sha256
 
 
@@ -121,7 +124,11 @@ def run(args) -> int:
         kernels = tmp / "kernels"
         kernels.mkdir()
         subject, own, recorded, source = (_from_bundle if args.bundle else _from_project)(args, kernels)
-        if args.stacks:
+        if args.executor == "local":
+            if args.stacks:
+                raise UsageError("--executor local runs this interpreter's own Triton; --stacks needs venv or docker")
+            stacks = [local_stack()]
+        elif args.stacks:
             stacks = cfg.select_stacks(args.stacks)
         elif own is not None:
             stacks = [own]

@@ -50,6 +50,8 @@ class Subject:
     kernels: Path                   # the folder holding its kernel sources
     profile: GpuProfile
     parent: str | None = None       # sha256 of the bundle it came from
+    tensors: Path | None = None     # a trace's recorded tensors (on a GPU a traced call launches from them)
+    recorded: CaseRecord | None = None  # what the bundle recorded for the case: one-stack slower's reference
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,8 @@ class Evaluator:
             work = tmp / "work"
             work.mkdir()
             stage(work, plan, kernels, "reduce")
+            if self.subject.tensors is not None and self.settings.gpu.on_gpu:
+                shutil.copytree(self.subject.tensors, work / "trace" / "tensors")
             cap = execute(plan, stack, self.executor, work,
                           RunOptions(self.settings.gpu, workers=self.settings.workers), scratch_name="reduce")
             out = []
@@ -221,6 +225,8 @@ def reduce(subject: Subject, stacks: list[Stack], predicate: Predicate, executor
     original = State.of((subject.kernels / file).read_text(), dict(subject.case))
     cache = cache_mod.Cache(settings.work)
     try:
+        if predicate.kind == "slower" and len(stacks) == 1 and subject.recorded is not None:
+            predicate = replace(predicate, reference=observe(subject.recorded, None, None))
         ev = Evaluator(subject, stacks, predicate, executor, settings, cache)
         (obs,) = ev.observe([original], None)
         assert obs is not None
@@ -280,7 +286,8 @@ def recheck_and_bundle(subject: Subject, stacks: list[Stack], result: Reduction,
         shutil.copytree(subject.kernels, kernels)
         (kernels / file).write_text(result.state.source)
         plan = {**subject.plan, "cases": [case], "mode": settings.gpu.mode, "reduced": reduced}
-        options = RunOptions(settings.gpu, workers=1, plan=plan, kernels=kernels)
+        options = RunOptions(settings.gpu, workers=1, plan=plan, kernels=kernels,
+                             tensors=subject.tensors if settings.gpu.on_gpu else None)
         outcomes = run_stacks(stacks, executor, options, replace(bundle, out_dir=tmp / "out", parent=subject.parent))
         observed = []
         for o in outcomes:

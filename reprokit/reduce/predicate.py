@@ -6,8 +6,11 @@
                      release and no-tma on another)
     metric:NAME      NAME (regs, smem, spills, tma:LEVEL, op:NAME@LEVEL) differs between the two
                      stacks by at least the threshold, the same way round as on the original
-    wrong            on a GPU: the second stack's output is wrong where the first's (the reference) is not
-    slower           on a GPU: the second stack's kernel time is at least (1 + threshold) x the first's
+    wrong            on a GPU: the second stack's output is wrong where the first's (the reference) is
+                     not; on one stack, the harness finds it wrong (a traced call against its recorded outputs)
+    slower           on a GPU: the second stack's kernel time is at least (1 + threshold) x the first's;
+                     on one stack, x the time the bundle recorded for the case (its reference run),
+                     each as a ratio to the same run's baseline where both runs timed one
 
 The predicate sees one *observation* per stack: the few facts of a case record it judges (a JSON
 object, so the cache can keep it). Its target comes from the original's observations; a predicate
@@ -55,6 +58,8 @@ def observe(rec: CaseRecord | None, metric: Metric | None, read_ir: Callable[[st
         bench = gpu.get("bench") or []
         kernel = (bench[0].get("kernel") or {}) if bench and isinstance(bench[0], dict) else {}
         obs["median_ms"] = kernel.get("median_ms")
+        base = (bench[0].get("baseline") or {}) if bench and isinstance(bench[0], dict) else {}
+        obs["baseline_ms"] = base.get("median_ms")
         obs["outputs"] = {k: (v or {}).get("sha256") for k, v in sorted((gpu.get("outputs") or {}).items())
                           if isinstance(v, dict)}
     return obs
@@ -67,6 +72,7 @@ class Predicate:
     metric: Metric | None = None
     threshold: float = 0.0
     target: Mapping[str, Any] = field(default_factory=dict)  # learnt from the original
+    reference: Mapping[str, Any] | None = None  # one-stack slower: the bundle's recorded run
 
     @property
     def spec(self) -> str:
@@ -87,7 +93,11 @@ class Predicate:
             return (f"{self.metric.label} {t.get('before')} on {self.stacks[0]} -> {t.get('after')} on "
                     f"{self.stacks[1]}, moved by at least {self.threshold:g}")
         if self.kind == "wrong":
+            if len(self.stacks) == 1:
+                return f"a wrong output on {self.stacks[0]} (against the recorded outputs)"
             return f"a wrong output on {self.stacks[1]}, right on {self.stacks[0]}"
+        if len(self.stacks) == 1:
+            return f"{self.stacks[0]} at least {1 + self.threshold:g}x as slow as the bundle's recorded run"
         return f"{self.stacks[1]} at least {1 + self.threshold:g}x as slow as {self.stacks[0]}"
 
     def learn(self, original: list[dict]) -> Predicate | str:
@@ -103,6 +113,16 @@ class Predicate:
             if len(verdicts) > 1 and len(set(verdicts)) == 1:
                 return f"the original's verdict is {verdicts[0]} on every stack named"
             return _with(self, {"verdicts": verdicts})
+        if self.kind == "wrong" and len(original) == 1:
+            return _with(self, {}) if a.get("gpu_status") == "wrong" else \
+                f"the original's output is not wrong on {self.stacks[0]} ({a.get('gpu_status') or 'not launched'})"
+        if self.kind == "slower" and len(original) == 1:
+            if self.reference is None:
+                return "one-stack slower needs the bundle's recorded GPU run of the case"
+            ratio = _ratio(dict(self.reference), a)
+            if ratio is None or ratio < 1 + self.threshold:
+                return f"the original is not {1 + self.threshold:g}x slower than the bundle's recorded run (x{ratio})"
+            return _with(self, {"ratio": ratio})
         b = original[1]
         if self.kind == "metric":
             before, after = a.get("value"), b.get("value")
@@ -137,6 +157,11 @@ class Predicate:
             return False
         if self.kind in ("crash", "verdict"):
             return True
+        if self.kind == "wrong" and len(observed) == 1:
+            return observed[0].get("gpu_status") == "wrong"
+        if self.kind == "slower" and len(observed) == 1:
+            ratio = _ratio(dict(self.reference or {}), observed[0])
+            return ratio is not None and ratio >= 1 + self.threshold
         a, b = observed[0], observed[1]
         if self.kind == "metric":
             delta = (b["value"] - a["value"]) * self.target["sign"]
@@ -148,7 +173,7 @@ class Predicate:
 
 
 def _with(p: Predicate, target: dict) -> Predicate:
-    return Predicate(p.kind, p.stacks, p.metric, p.threshold, target)
+    return Predicate(p.kind, p.stacks, p.metric, p.threshold, target, p.reference)
 
 
 def _wrong(o: dict, other: dict, reference: bool = False) -> bool:
@@ -163,8 +188,15 @@ def _wrong(o: dict, other: dict, reference: bool = False) -> bool:
 
 
 def _ratio(a: dict, b: dict) -> float | None:
+    """b's time over a's: as ratios to each run's own baseline where both timed one (what a
+    board or clock change moves cancels out), else the kernel medians."""
     ta, tb = a.get("median_ms"), b.get("median_ms")
-    return round(tb / ta, 4) if ta and tb else None
+    if not (ta and tb):
+        return None
+    ba, bb = a.get("baseline_ms"), b.get("baseline_ms")
+    if ba and bb:
+        return round((tb / bb) / (ta / ba), 4)
+    return round(tb / ta, 4)
 
 
 def parse(spec: str | None, stacks: tuple[str, ...], threshold: float | None, default_kind: str) -> Predicate:
@@ -177,7 +209,7 @@ def parse(spec: str | None, stacks: tuple[str, ...], threshold: float | None, de
     metric = parse_metric(rest, None) if kind == "metric" else None
     if metric is not None and metric.kind == "verdict":
         raise UsageError("--predicate metric:verdict: use --predicate verdict")
-    two = kind in ("metric", "wrong", "slower")
+    two = kind == "metric" or (kind in ("wrong", "slower") and len(stacks) != 1)
     if two and len(stacks) != 2:
         raise UsageError(f"--predicate {text}: name two stacks, the reference first (--stacks A,B)")
     if not two and kind == "crash" and len(stacks) != 1:

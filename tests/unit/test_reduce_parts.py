@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -120,8 +121,8 @@ def test_a_crash_signature_ignores_paths_addresses_and_positions():
 
 def _obs(status="ok", verdict="tma", value=None, **kw):
     return {"status": status, "verdict": verdict, "signal": kw.get("signal"), "failing_pass": kw.get("failing_pass"),
-            "error": kw.get("error", ""), "value": value, **{k: v for k, v in kw.items() if k in ("gpu_status",
-                                                                                              "median_ms", "outputs")}}
+            "error": kw.get("error", ""), "value": value,
+            **{k: v for k, v in kw.items() if k in ("gpu_status", "median_ms", "baseline_ms", "outputs")}}
 
 
 def test_crash_holds_only_for_the_same_failure():
@@ -160,7 +161,18 @@ def test_wrong_and_slower_read_the_gpu_facts():
     assert not isinstance(s, str) and s.holds([right, slow]) and not s.holds([right, right])
 
 
-@pytest.mark.parametrize("spec, stacks", [("metric:regs", ("a",)), ("crash", ("a", "b")), ("slower", ("a",))])
+def test_one_stack_wrong_and_slower_read_the_harness_and_the_recorded_run():
+    p = parse("wrong", ("local",), None, "crash").learn([_obs(gpu_status="wrong")])
+    assert not isinstance(p, str) and p.holds([_obs(gpu_status="wrong")]) and not p.holds([_obs(gpu_status="ok")])
+    recorded = _obs(gpu_status="ok", median_ms=1.0, baseline_ms=1.0)
+    s = replace(parse("slower", ("local",), 0.5, "crash"), reference=recorded)
+    # timed against the same run's baseline: a board twice as fast overall is no slowdown
+    assert isinstance(s.learn([_obs(gpu_status="ok", median_ms=1.0, baseline_ms=0.5)]), s.__class__)
+    assert isinstance(s.learn([_obs(gpu_status="ok", median_ms=1.0, baseline_ms=1.0)]), str)
+    assert isinstance(parse("slower", ("local",), 0.5, "crash").learn([recorded]), str)   # no reference
+
+
+@pytest.mark.parametrize("spec, stacks", [("metric:regs", ("a",)), ("crash", ("a", "b")), ("metric:smem", ("a", "b", "c"))])
 def test_a_predicate_names_the_stacks_it_reads(spec, stacks):
     with pytest.raises(UsageError):
         parse(spec, stacks, None, "crash")
