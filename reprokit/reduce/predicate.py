@@ -29,16 +29,19 @@ from reprokit.records import CaseRecord
 
 KINDS = ("crash", "verdict", "metric", "wrong", "slower")
 FAILED = ("crash", "compile_error", "timeout")
+SIGNATURE = ("status", "signal", "exception", "failing_pass", "error")  # what "the same failure" compares
 
 _PATH = re.compile(r"(?:/[^\s/:'\"()]+)+/([^\s/:'\"()]+)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+_TAG = re.compile(r"(?:__r[0-9a-f]{12}|__reduced|\.r[0-9a-f]{12})\b")  # a candidate's own file and case names
 _POS = re.compile(r"\b(?:at |line )?\d+:\d+\b|\bline \d+\b")
 
 
 def error_text(text: str | None) -> str:
     """An error line as a signature compares it: paths cut to their file name, addresses and
     positions in the candidate's source left out (they move as the source shrinks)."""
-    t = _PATH.sub(r"\1", text or "")
+    t = _TAG.sub("", text or "")
+    t = _PATH.sub(r"\1", t)
     t = _HEX.sub("0x?", t)
     t = _POS.sub("?", t)
     return re.sub(r"\s+", " ", t).strip()
@@ -49,7 +52,8 @@ def observe(rec: CaseRecord | None, metric: Metric | None, read_ir: Callable[[st
     if rec is None:
         return {"status": "harness_error", "verdict": "error", "error": "no record"}
     obs: dict[str, Any] = {"status": rec.status, "verdict": rec.verdict, "signal": rec.signal,
-                           "failing_pass": rec.failing_pass, "error": error_text(rec.error)}
+                           "failing_pass": rec.failing_pass, "error": error_text(rec.error),
+                           "exception": rec.raw.get("exception")}
     if metric is not None:
         obs["value"] = metric.value(rec, read_ir)
     gpu = dict(rec.gpu or {})
@@ -107,7 +111,7 @@ class Predicate:
         if self.kind == "crash":
             if a["status"] not in FAILED:
                 return f"the original did not fail on {self.stacks[0]} ({a['status']}, {a['verdict']})"
-            return _with(self, {k: a.get(k) for k in ("status", "signal", "failing_pass", "error")})
+            return _with(self, {k: a.get(k) for k in SIGNATURE})
         if self.kind == "verdict":
             verdicts = tuple(o["verdict"] for o in original)
             if len(verdicts) > 1 and len(set(verdicts)) == 1:
@@ -145,7 +149,7 @@ class Predicate:
         is not compiled on the stacks after it."""
         t = self.target
         if self.kind == "crash":
-            return all(obs.get(k) == t.get(k) for k in ("status", "signal", "failing_pass", "error"))
+            return all(obs.get(k) == t.get(k) for k in SIGNATURE)
         if self.kind == "verdict":
             return obs["verdict"] == t["verdicts"][index]
         if self.kind == "metric":

@@ -117,6 +117,9 @@ def test_a_crash_signature_ignores_paths_addresses_and_positions():
     b = error_text("UNREACHABLE executed at /other/place/TritonGPUAttrDefs.cpp.inc:385! (killed by SIGABRT)")
     assert a == b == "UNREACHABLE executed at TritonGPUAttrDefs.cpp.inc:385! (killed by SIGABRT)"
     assert error_text("at 12:4: bad thing at 0xdeadbeef") == error_text("at 3:8: bad thing at 0x1234")
+    # a candidate's own file and case names are not part of the failure
+    assert error_text("kernels/copy__r0123456789ab.py:3: boom in case p1.r0123456789ab") == \
+        error_text("kernels/copy.py:3: boom in case p1")
 
 
 def _obs(status="ok", verdict="tma", value=None, **kw):
