@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import re
 
 import triton
 import triton.language as tl
@@ -47,6 +48,9 @@ def _has(req: str) -> bool:
     raise ValueError(f"unknown requirement form {req!r}")
 
 
+_LACKS = re.compile(r"^module 'triton\.language' has no attribute '(\w+)'")
+
+
 def removed_api(exc: BaseException) -> str | None:
     """The compiler's own words when a compile failed because this release keeps a name but
     dropped what it did, else None.
@@ -54,11 +58,16 @@ def removed_api(exc: BaseException) -> str | None:
     3.9 still has `tl.make_block_ptr`, so the attribute probe above passes, but calling it raises
     NotImplementedError("Block pointers have been removed in favor of the tensor descriptor
     API"), which the code generator wraps in a CompilationError. Any NotImplementedError raised
-    from Triton's own code, anywhere in the exception's chain, is read so.
+    from Triton's own code, anywhere in the exception's chain, is read so; so is an
+    AttributeError on `triton.language` (a kernel calling `tl.make_tensor_descriptor` on 3.0-3.3):
+    the release lacks the API, the compiler did not fail.
     """
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
+        lacks = _LACKS.match(str(exc)) if isinstance(exc, AttributeError) else None
+        if lacks:  # the kernel calls tl.NAME, which this release does not have (make_tensor_descriptor before 3.4)
+            return f"triton {VERSION} lacks tl.{lacks.group(1)}"
         if isinstance(exc, NotImplementedError) and _raised_in_triton(exc):
             return str(exc).strip().splitlines()[0] if str(exc).strip() else f"triton {VERSION}: not implemented"
         exc = exc.__cause__ or exc.__context__
