@@ -112,8 +112,9 @@ bench-replay: $(VENV)/.installed
 
 # reduce: the 3.0 crash case and the persistent matmul's register move, each from an empty cache:
 # compiles/s against a bare triton.compile of the same candidates in the same run, the reduction
-# ratio and the wall time (REDUCE_CASES=crash,metric; REDUCE_TIME_LIMIT=S caps each reduction).
-REDUCE_CASES ?= crash,metric
+# ratio and the wall time; and bisect --scan one release at a time against several at once
+# (REDUCE_CASES=crash,metric,scan; REDUCE_TIME_LIMIT=S caps each reduction).
+REDUCE_CASES ?= crash,metric,scan
 REDUCE_TIME_LIMIT ?=
 .PHONY: bench-reduce
 bench-reduce: $(VENV)/.installed

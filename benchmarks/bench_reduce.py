@@ -7,6 +7,9 @@
     metric  tests/data/persistent_matmul (regs 164 on 3.4.0, 154 on 3.6.0): metric:regs moved by
             at least 5 between triton-3.4-cu129 and triton-3.6-cu130
 
+    scan    `bisect --scan` of tests/data/tf32x3 over 3.5.0..3.9.0 (smem), --jobs 1 against --jobs N:
+            every release captured one after another, then N at once (venvs warm)
+
 Each reduction runs from an empty cache (the stacks' venvs warm). Then, in the same run, every
 candidate it compiled is compiled again by a bare `triton.compile` in each stack, one after another,
 each in a forked child (benchmarks/_bare_reduce.py). Printed per case: compiles per second of the
@@ -96,17 +99,36 @@ def bench(name: str, workers: int, time_limit: float | None, executor: VenvExecu
             "lines": (r["original"]["lines"], r["reduced"]["lines"]), "stopped": r["stopped"], "kernel": r["kernel"]}
 
 
+def bench_scan(jobs: int) -> dict:
+    walls = {}
+    answer = ""
+    for j in (1, jobs):
+        with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
+            argv = [sys.executable, "-m", "reprokit", "bisect", "--case", "dot.tf32x3", "--versions", "3.5.0..3.9.0",
+                    "--gpu", "h100", "--metric", "smem", "--scan", "--jobs", str(j), "--out", tmp, "--json"]
+            t0 = time.perf_counter()
+            p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT / "tests/data/tf32x3",
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+            walls[j] = time.perf_counter() - t0
+            if p.returncode != 0:
+                raise SystemExit(f"scan exited {p.returncode}: {p.stderr.strip().splitlines()[-1:]}")
+            answer = json.loads(p.stdout)["answer"]
+    return {"jobs": jobs, "serial_s": walls[1], "parallel_s": walls[jobs], "answer": answer}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default="crash,metric")
+    ap.add_argument("--cases", default="crash,metric,scan")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--time-limit", type=float, default=None)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     executor = VenvExecutor(host=HostEnv.from_environ(os.environ))
-    rows = [bench(n.strip(), args.workers, args.time_limit, executor) for n in args.cases.split(",") if n.strip()]
+    names = [n.strip() for n in args.cases.split(",") if n.strip()]
+    rows = [bench(n, args.workers, args.time_limit, executor) for n in names if n != "scan"]
+    sc = bench_scan(max(2, args.workers)) if "scan" in names else None
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps({"reduce": rows, "scan": sc}, indent=1))
         return 0
     t = Table(title=f"reprokit reduce, {args.workers} workers, against bare triton.compile of the same candidates")
     for col in ("case", "compiles/s reduce", "compiles/s bare", "ratio", "nodes", "lines", "wall s"):
@@ -119,6 +141,9 @@ def main() -> int:
     Console().print(t)
     for r in rows:
         print(f"{r['case']}: {r['line']}")
+    if sc:
+        print(f"scan: {sc['serial_s']:.1f} s one release after another, {sc['parallel_s']:.1f} s with {sc['jobs']} at once "
+              f"({sc['serial_s'] / sc['parallel_s']:.2f}x): {sc['answer']}")
     return 0
 
 
