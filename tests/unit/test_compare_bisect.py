@@ -9,6 +9,7 @@ import tarfile
 
 import pytest
 
+from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.options import BundleOptions, HostEnv, Listener
@@ -20,6 +21,7 @@ from reprokit.run.bisect import (
     list_releases,
     max_captures,
     parse_range,
+    scan,
     stack_for,
 )
 from tests.helpers.scripted_executor import ScriptedExecutor
@@ -121,6 +123,31 @@ def test_no_change_in_the_range_says_so(tmp_path):
     r, _ = _bisect(tmp_path, ("3.0.0", "3.1.0", "3.2.0"), lambda stack, case: {"status": "ok", "verdict": "tma",
                                                                                    "met": True})
     assert r.first_changed is None and len(r.steps) == 2 and "ok/tma on every release tested" in r.answer
+    assert "--scan captures every release and would settle it" in r.answer
+
+
+def test_a_scan_captures_every_release_and_names_each_transition(tmp_path):
+    """The tf32x3 pattern (triton#11526) behind an API the first releases lack: every release is
+    a point, none dropped, and the answer names each transition with its numbers."""
+    smem = {"3.4.0": 1536, "3.5.0": 1536, "3.7.1": 1536, "3.8.0": 3072, "3.9.0": 1536}
+    versions = ("3.0.0", "3.3.1", *smem)
+
+    def script(stack, case):
+        if stack.triton not in smem:
+            return {"status": "unsupported", "verdict": "unsupported", "error": f"triton {stack.triton} lacks tl.x"}
+        return {"status": "ok", "verdict": "no-tma", "metadata": {"shared_bytes": smem[stack.triton]}}
+
+    steps = Steps()
+    executor = ScriptedExecutor(script, HostEnv(tmp=tmp_path))
+    r = scan(CASE, load_config().gpu("h100"), Releases(versions, (), "3.11"), load_config(), executor,
+             BundleOptions(out_dir=tmp_path / "out", environ={}), listener=steps, metric=parse_metric("smem"), jobs=3)
+    assert [p.version for p in r.points] == list(versions) and sorted(executor.ran) == sorted(versions)
+    assert [p.status for p in r.points[:2]] == ["unsupported", "unsupported"]
+    assert r.points[0].error == "triton 3.0.0 lacks tl.x"
+    assert r.answer == ("block_ptr.p0 on h100: unsupported on 3.0.0; runs from 3.4.0 (smem 1536), regressed in 3.8.0 "
+                        "(smem 1536 -> 3072), fixed in 3.9.0 (smem 3072 -> 1536)")
+    assert len(r.bundles) == len(versions) and len(steps.heard) == len(versions)
+    assert sorted(_triton_of(p) for p in (tmp_path / "out").iterdir()) == sorted(versions)
 
 
 def test_metrics_read_what_a_compile_shows():
