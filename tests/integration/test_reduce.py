@@ -219,3 +219,8 @@ def test_a_scan_lists_every_transition_of_the_tf32x3_case(tmp_path, stack_ready)
     assert r.answer == ("dot.tf32x3 on h100: smem 1536 on 3.5.0; regressed in 3.8.0 (smem 1536 -> 3072), "
                         "fixed in 3.9.0 (smem 3072 -> 1536)")
     assert len(r.bundles) == len(r.points) == 5 and all(Path(b).is_file() for b in r.bundles)
+    p = reprokit("report", *r.bundles, "--out", tmp_path / "issue.md", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    issue = (tmp_path / "issue.md").read_text()
+    assert "#### Across releases" in issue
+    assert "regressed in 3.8.0 (smem 1536 -> 3072); fixed in 3.9.0 (smem 3072 -> 1536)" in issue
