@@ -61,8 +61,9 @@ def plan_and_kernels(name: str, where: Path) -> Path:
         plan = b.plan
     else:
         project = load(ROOT / "tests/data/persistent_matmul/reprokit.toml")
-        plan = build_plan(project, load_config().gpu("h100"), {"name": "pending"}, only="matmul.persistent")
         stage_kernels(project, kernels)
+        plan = build_plan(project, load_config().gpu("h100"), only="matmul.persistent").for_stack(
+            {"name": "bench"}).to_json()
     (where / "plan.json").write_text(json.dumps(plan))
     return kernels
 

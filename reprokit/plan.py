@@ -112,6 +112,8 @@ class Plan:
     timeout_s: float = 300.0
     sweep: Mapping[str, Any] | None = None
     resumable: bool = False
+    reproducers: bool = True                  # false: a reduction's candidate runs (records only)
+    reduced: Mapping[str, Any] | None = None  # what `reprokit reduce` left (docs/reduce.md)
     kernels: Path | None = field(default=None, compare=False)
     tensors: Path | None = field(default=None, compare=False)
 
@@ -126,7 +128,7 @@ class Plan:
     @classmethod
     def build(cls, source: str, suite: str, gpu: GpuOptions, cases: Iterable[Mapping[str, Any]], **kw: Any) -> Plan:
         """A new plan from a source's case records (dicts, as the harness reads them)."""
-        for key in ("stack", "problem", "sweep"):
+        for key in ("stack", "problem", "sweep", "reduced"):
             if kw.get(key) is not None:
                 kw[key] = freeze(kw[key])
         return cls(source, suite, gpu, tuple(Case.of(c) for c in cases), **kw)
@@ -192,6 +194,15 @@ class Plan:
         """The same plan over other case records (a sweep's merged shards, a reduced case)."""
         return replace(self, cases=tuple(c if isinstance(c, Case) else Case.of(c) for c in cases))
 
+    def records_only(self, sass: bool) -> Plan:
+        """A plan whose run needs only the cases' records (a reduction's candidates): no MLIR
+        reproducer reruns, no reproducer.py, and SASS only when `sass`."""
+        return replace(self, reproducers=False, sass=sass)
+
+    def reduced_to(self, case: Mapping[str, Any], reduced: Mapping[str, Any]) -> Plan:
+        """The plan of a reduced case: its one case, `reduced` saying what was reduced and how."""
+        return replace(self.with_cases([case]), source="reduce", reduced=freeze(reduced))
+
     def one_pass(self) -> Plan:
         """A plan the harness runs once over a fresh folder (a replayed sweep's is resumable)."""
         return replace(self, resumable=False)
@@ -228,6 +239,10 @@ class Plan:
             doc["sweep"] = thaw(self.sweep)
         if self.resumable:
             doc["resumable"] = True
+        if not self.reproducers:
+            doc["reproducers"] = False
+        if self.reduced is not None:
+            doc["reduced"] = thaw(self.reduced)
         return doc
 
     @classmethod
@@ -245,7 +260,8 @@ class Plan:
         return cls.build(doc["source"], doc["suite"], gpu, doc["cases"], stack=doc.get("stack"),
                          problem=doc.get("problem") or {}, sass=bool(doc.get("sass", True)),
                          timeout_s=float(doc["timeout_s"]), sweep=doc.get("sweep"),
-                         resumable=bool(doc.get("resumable", False)), kernels=kernels, tensors=tensors)
+                         resumable=bool(doc.get("resumable", False)), reproducers=bool(doc.get("reproducers", True)),
+                         reduced=doc.get("reduced"), kernels=kernels, tensors=tensors)
 
 
 def infer_source(doc: Mapping[str, Any]) -> str:

@@ -25,10 +25,11 @@ from reprokit.commands.argtypes import (
     stack_list,
 )
 from reprokit.compare.sources import open_verified
-from reprokit.config import GpuProfile, load_config
+from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
 from reprokit.options import BundleOptions, GpuOptions
+from reprokit.plan import Plan
 from reprokit.reduce import driver
 from reprokit.reduce.predicate import FAILED, parse
 from reprokit.run.replay import bundle_stack, write_kernels, write_tensors
@@ -86,16 +87,16 @@ def add_parser(sub) -> None:
 
 def _from_bundle(args, tmp: Path):
     bundle = open_verified(args.bundle)
-    case = next((c for c in bundle.plan["cases"] if c["id"] == args.case), None)
+    plan = Plan.from_json(bundle.plan, where=f"{bundle.root}: plan.json", kernels=tmp)
+    case = plan.case(args.case)
     if case is None:
-        ids = ", ".join(c["id"] for c in bundle.plan["cases"][:4])
-        raise UsageError(f"no case {args.case!r} in {args.bundle}; e.g. {ids}")
+        raise UsageError(f"no case {args.case!r} in {args.bundle}; e.g. {', '.join(plan.ids[:4])}")
     write_kernels(bundle, tmp)
-    profile = GpuProfile.from_dict(bundle.plan["profile"], where="the bundle's plan: GPU profile")
     rec = bundle.records.case(args.case)
     tensors = tmp.parent / "tensors"
-    kept = write_tensors(bundle, {**bundle.plan, "cases": [case]}, tensors)
-    subject = driver.Subject(args.case, bundle.plan, case, tmp, profile, bundle.sha256, tensors if kept else None, rec)
+    kept = write_tensors(bundle, plan.only([args.case]), tensors)
+    subject = driver.Subject(args.case, plan, case.to_json(), tmp, plan.profile, bundle.sha256,
+                             tensors if kept else None, rec)
     return subject, bundle_stack(bundle.manifest), rec, bundle.sha256
 
 
@@ -108,11 +109,12 @@ def _from_project(args, tmp: Path):
     known = [c["id"] for c in checked(project).cases]
     if args.case not in known:
         raise UsageError(f"no case {args.case!r} in {project.shown}; e.g. {', '.join(known[:4])}")
-    plan = build_plan(project, args.gpu, {"name": "pending"}, mode="compile-only", only=args.case)
     stage_kernels(project, tmp)
-    case = next(c for c in plan["cases"] if c["id"] == args.case)
-    digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
-    return driver.Subject(args.case, plan, case, tmp, args.gpu, None), None, None, digest
+    plan = build_plan(project, args.gpu, only=args.case, kernels=tmp)
+    case = plan.case(args.case)
+    assert case is not None  # `known` has it
+    digest = hashlib.sha256(json.dumps([c.to_json() for c in plan], sort_keys=True).encode()).hexdigest()
+    return driver.Subject(args.case, plan, case.to_json(), tmp, args.gpu, None), None, None, digest
 
 
 def run(args) -> int:

@@ -28,6 +28,7 @@ from reprokit.config import GpuProfile, Stack
 from reprokit.errors import PredicateNotHeld
 from reprokit.executors import Executor
 from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.plan import Plan
 from reprokit.records import CaseRecord
 from reprokit.reduce import cache as cache_mod
 from reprokit.reduce.candidates import Size, State, candidates, constexprs, kernel_ref, nodes, normalised, size
@@ -45,8 +46,8 @@ class Subject:
     """The case to reduce, as its source planned it (a bundle's own plan and kernels, or a project's)."""
 
     case_id: str
-    plan: Mapping[str, Any]         # the whole plan the case came from
-    case: Mapping[str, Any]
+    plan: Plan                      # the whole plan the case came from
+    case: Mapping[str, Any]         # the case's record, as the harness reads it
     kernels: Path                   # the folder holding its kernel sources
     profile: GpuProfile
     parent: str | None = None       # sha256 of the bundle it came from
@@ -181,31 +182,27 @@ class Evaluator:
                 file = candidate_file(self.subject.case, tag)
                 (kernels / file).write_text(s.source)
                 cases.append(_with_file(s.case_dict(), file, f"{self.subject.case_id}.{tag}"))
-            plan = self._plan(stack, cases, reproducers=False)
+            plan = self._plan(stack, cases)
             work = tmp / "work"
             work.mkdir()
             stage(work, plan, kernels, "reduce")
             if self.subject.tensors is not None and self.settings.gpu.on_gpu:
                 shutil.copytree(self.subject.tensors, work / "trace" / "tensors")
-            cap = execute(plan, stack, self.executor, work,
-                          RunOptions(self.settings.gpu, workers=self.settings.workers), scratch_name="reduce")
+            cap = execute(plan, stack, self.executor, work, RunOptions(workers=self.settings.workers),
+                          scratch_name="reduce")
             out = []
             for c in cases:
                 rec = cap.results.case(c["id"])
                 out.append(observe(rec, self.predicate.metric, _ir_from(work, rec)))
             return out
 
-    def _plan(self, stack: Stack, cases: list, reproducers: bool) -> dict:
+    def _plan(self, stack: Stack, cases: list) -> Plan:
+        """The candidates' plan: the subject's, over these cases, on `stack`, records only (SASS
+        only for a metric that reads it)."""
         metric = self.predicate.metric
-        sass = bool(metric and metric.level == "sass")
-        plan = {**self.subject.plan, "cases": [dict(c, timeout_s=CANDIDATE_TIMEOUT_S) for c in cases],
-                "mode": self.settings.gpu.mode, "stack": stack.pins()}
-        plan.pop("gpu", None)
-        if self.settings.gpu.on_gpu:
-            plan["gpu"] = self.settings.gpu.record()
-        if not reproducers:
-            plan.update(reproducers=False, sass=sass)  # only the observation matters here
-        return plan
+        return (self.subject.plan.with_cases([dict(c, timeout_s=CANDIDATE_TIMEOUT_S) for c in cases])
+                .with_gpu(self.settings.gpu).for_stack(stack.pins())
+                .records_only(sass=bool(metric and metric.level == "sass")))
 
 
 def _ir_from(work: Path, rec: CaseRecord | None) -> Callable[[str], str | None]:
@@ -287,10 +284,10 @@ def recheck_and_bundle(subject: Subject, stacks: list[Stack], result: Reduction,
         kernels = tmp / "src"
         shutil.copytree(subject.kernels, kernels)
         (kernels / file).write_text(result.state.source)
-        plan = {**subject.plan, "cases": [case], "mode": settings.gpu.mode, "reduced": reduced}
-        options = RunOptions(settings.gpu, workers=1, plan=plan, kernels=kernels,
-                             tensors=subject.tensors if settings.gpu.on_gpu else None)
-        outcomes = run_stacks(stacks, executor, options, replace(bundle, out_dir=tmp / "out", parent=subject.parent))
+        plan = subject.plan.reduced_to(case, reduced).with_gpu(settings.gpu).with_files(
+            kernels=kernels, tensors=subject.tensors if settings.gpu.on_gpu else None)
+        outcomes = run_stacks(stacks, executor, plan, RunOptions(workers=1),
+                              replace(bundle, out_dir=tmp / "out", parent=subject.parent))
         observed = []
         for o in outcomes:
             if not o.ok or o.results is None or o.bundle is None:

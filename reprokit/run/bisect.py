@@ -302,7 +302,7 @@ class Scan:
 
 def scan(case: str, profile: GpuProfile, releases: Releases, config: Config, executor: Executor,
          bundle: BundleOptions, *, listener: Listener = SILENT, metric: Metric | None = None,
-         options: RunOptions | None = None, jobs: int = 4) -> Scan:
+         plan: Plan | None = None, jobs: int = 4) -> Scan:
     """Capture `case` on every release in `releases.usable`, `jobs` releases at once, and name
     every transition. A release whose stack cannot run the case is a point of its own
     ("unsupported" from the harness, "failed" when the stack could not be built or run), never
@@ -312,7 +312,8 @@ def scan(case: str, profile: GpuProfile, releases: Releases, config: Config, exe
 
     metric = metric or Metric("verdict")
     out = Path(bundle.out_dir)
-    options = options or RunOptions(GpuOptions(profile, "compile-only"), workers=1, only=case)
+    plan = plan or build_plan(GpuOptions(profile, "compile-only"), only=case)
+    options = RunOptions(workers=1)
     versions = list(releases.usable)
     t0 = time.monotonic()
     scratch_temp = locks.make_temp(executor.host.tmp, "reprokit-scan", "tmp", is_dir=True)
@@ -320,7 +321,7 @@ def scan(case: str, profile: GpuProfile, releases: Releases, config: Config, exe
 
     def one(v: str) -> ScanPoint:
         stack = stack_for(v, config)
-        (o,) = run_stacks([stack], executor, options, replace(bundle, out_dir=scratch_temp.path / v))
+        (o,) = run_stacks([stack], executor, plan, options, replace(bundle, out_dir=scratch_temp.path / v))
         rec = o.results.case(case) if o.ok and o.results else None
         if rec is None:
             p = ScanPoint(v, stack.name, "failed", "error", None, None,

@@ -11,8 +11,7 @@ import shutil
 from pathlib import Path
 
 from reprokit import locks
-from reprokit.bundle.writer import publish as atomic_publish
-from reprokit.bundle.writer import write_bundle
+from reprokit.bundle.writer import link_into_place, write_bundle
 from reprokit.options import BundleOptions, Origin
 
 
@@ -30,6 +29,6 @@ def keep(bundles: list[Path], out: Path) -> tuple[Path, ...]:
     for src in bundles:
         with locks.hold(out / src.name, "bundle"), locks.temp(out, f".{src.name}", "partial", is_dir=False) as t:
             shutil.copyfile(src, t.path)
-            atomic_publish(t.path, out / src.name)
+            link_into_place(t.path, out / src.name)
         kept.append(out / src.name)
     return tuple(kept)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from reprokit.bundle.reader import open_bundle
-from reprokit.config import GpuProfile
 from reprokit.executors import local_stack, make_executor
 from reprokit.gpu import HostGpus, gpu_options
 from reprokit.options import BundleOptions
+from reprokit.plan import Plan
 from reprokit.reduce import driver
 from reprokit.reduce.predicate import parse
 from reprokit.run.replay import write_kernels, write_tensors
@@ -30,8 +30,9 @@ EXAMPLES = ROOT / "bundles" / "examples"
 
 def _subject(bundle_name: str, case_id: str, plant, tmp: Path) -> driver.Subject:
     b = open_bundle(EXAMPLES / bundle_name)
-    case = next(c for c in b.plan["cases"] if c["id"] == case_id)
     kernels = tmp / "kernels"
+    plan = Plan.from_json(b.plan, kernels=kernels)
+    case = plan.case(case_id).to_json()
     kernels.mkdir()
     write_kernels(b, kernels)
     file = case.get("file") or case["kernel"]["file"]
@@ -40,9 +41,8 @@ def _subject(bundle_name: str, case_id: str, plant, tmp: Path) -> driver.Subject
     assert planted != src, "the plant did not take"
     (kernels / file).write_text(planted)
     tensors = tmp / "tensors"
-    kept = write_tensors(b, {**b.plan, "cases": [case]}, tensors)
-    profile = GpuProfile.from_dict(b.plan["profile"], where=bundle_name)
-    return driver.Subject(case_id, b.plan, case, kernels, profile, b.sha256, tensors if kept else None,
+    kept = write_tensors(b, plan.only([case_id]), tensors)
+    return driver.Subject(case_id, plan, case, kernels, plan.profile, b.sha256, tensors if kept else None,
                           b.records.case(case_id))
 
 

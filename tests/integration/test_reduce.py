@@ -22,7 +22,8 @@ from reprokit.bundle.reader import open_bundle
 from reprokit.compare.metric import parse_metric
 from reprokit.config import load_config
 from reprokit.executors.venv import VenvExecutor
-from reprokit.options import BundleOptions, GpuOptions, RunOptions
+from reprokit.options import BundleOptions, GpuOptions
+from reprokit.plan import Plan
 from reprokit.reduce import driver
 from reprokit.reduce.cache import Cache
 from reprokit.reduce.candidates import State
@@ -132,9 +133,10 @@ def test_time_limit_stops_with_the_best_so_far(reduced, tmp_path):
     kernels = tmp_path / "kernels"
     kernels.mkdir()
     write_kernels(b, kernels)
-    case = next(c for c in b.plan["cases"] if c["id"] == CASE)
+    plan = Plan.from_json(b.plan, kernels=kernels)
+    case = plan.case(CASE).to_json()
     profile = load_config().gpu("h100")
-    subject = driver.Subject(CASE, b.plan, case, kernels, profile, b.sha256)
+    subject = driver.Subject(CASE, plan, case, kernels, profile, b.sha256)
     settings = driver.Settings(GpuOptions(profile, "compile-only"), workers=2, time_limit_s=6, work=tmp_path / "cache")
     ticks = iter(range(10_000))
     got = driver.reduce(subject, [load_config().stack("triton-3.0-cu129")], parse(None, ("triton-3.0-cu129",), None,
@@ -157,9 +159,9 @@ def test_a_predicate_that_never_held_exits_7_and_writes_nothing(tmp_path, stack_
 def _project_subject(tmp_path: Path, name: str, case: str) -> driver.Subject:
     project = load(ROOT / "tests" / "data" / name / "reprokit.toml")
     profile = load_config().gpu("h100")
-    plan = build_plan(project, profile, {"name": "pending"}, only=case)
     stage_kernels(project, tmp_path / "kernels")
-    return driver.Subject(case, plan, next(c for c in plan["cases"] if c["id"] == case), tmp_path / "kernels", profile)
+    plan = build_plan(project, profile, only=case, kernels=tmp_path / "kernels")
+    return driver.Subject(case, plan, plan.case(case).to_json(), tmp_path / "kernels", profile)
 
 
 def _judge(subject, stacks, spec, threshold, states, tmp_path):
@@ -194,9 +196,9 @@ def test_the_verdict_predicate_on_real_compiles(tmp_path, stack_ready):
     b = open_bundle(BUNDLE)
     (tmp_path / "kernels").mkdir()
     write_kernels(b, tmp_path / "kernels")
-    case = next(c for c in b.plan["cases"] if c["id"] == "experimental_descriptor.p0")
-    subject = driver.Subject(case["id"], b.plan, case, tmp_path / "kernels",
-                             load_config().gpu("h100"), b.sha256)
+    plan = Plan.from_json(b.plan, kernels=tmp_path / "kernels")
+    case = plan.case("experimental_descriptor.p0").to_json()
+    subject = driver.Subject(case["id"], plan, case, tmp_path / "kernels", load_config().gpu("h100"), b.sha256)
     src = (tmp_path / "kernels" / "copy_experimental_descriptor.py").read_text()
     no_store = src.replace("    tl._experimental_descriptor_store(dst_desc, x, [pm * BM, pn * BN])\n", "")
     learnt, holds = _judge(subject, stacks, "verdict", None, [State.of(src, case), State.of(no_store, case)], tmp_path)
@@ -209,11 +211,9 @@ def test_a_scan_lists_every_transition_of_the_tf32x3_case(tmp_path, stack_ready)
     versions = tuple(stack_ready(n).triton for n in names)
     profile = load_config().gpu("h100")
     project = load(ROOT / "tests" / "data" / "tf32x3" / "reprokit.toml")
-    options = RunOptions(GpuOptions(profile, "compile-only"), workers=1, only="dot.tf32x3")
-    with project_run(project, options, tmp_path) as options:
+    with project_run(project, GpuOptions(profile, "compile-only"), tmp_path, only="dot.tf32x3") as plan:
         r = scan("dot.tf32x3", profile, Releases(versions, (), "3"), load_config(), VenvExecutor(host=host()),
-                 BundleOptions.from_host(host(), tmp_path / "out"), metric=parse_metric("smem"), options=options,
-                 jobs=3)
+                 BundleOptions.from_host(host(), tmp_path / "out"), metric=parse_metric("smem"), plan=plan, jobs=3)
     assert {p.version: p.value for p in r.points} == {"3.5.0": 1536, "3.6.0": 1536, "3.7.1": 1536, "3.8.0": 3072,
                                                       "3.9.0": 1536}
     assert r.answer == ("dot.tf32x3 on h100: smem 1536 on 3.5.0; regressed in 3.8.0 (smem 1536 -> 3072), "
