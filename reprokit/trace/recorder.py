@@ -421,9 +421,10 @@ def describe(value):
 def layout_json(layout) -> dict:
     """A Gluon layout (a dataclass of triton.experimental.gluon.language) as JSON: its class by
     name and its fields, which call.value_of makes it from again."""
+    # Here, not at the top: this runs inside the user's program, and only a Gluon launch needs them.
     import dataclasses
 
-    from reprokit.harness.call import to_json
+    from reprokit.harness.call import to_json  # (as above: only a Gluon launch needs it)
 
     fields = {f.name: getattr(layout, f.name) for f in dataclasses.fields(layout)}
     return {"class": type(layout).__name__, "fields": {k: to_json(v) for k, v in sorted(fields.items())}}
