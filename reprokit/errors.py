@@ -128,6 +128,15 @@ class ProgramFailed(ReprokitError):
     exit_code = 6
 
 
+class NotFaithful(ReprokitError):
+    """`reprokit trace`: some specialisation the program compiled was not captured faithfully (the
+    capture's IR differs from the program's own compile, or reprokit could not recreate it). The
+    bundle is still written, those cases marked `not_reproduced` or `capture_failed`; the verb
+    then exits with this."""
+
+    exit_code = 7
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where Ctrl-C's KeyboardInterrupt would be, so that every
     clean-up that runs on Ctrl-C runs on them too; `main()` exits 128 + the signal."""

@@ -447,7 +447,9 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
         return []
     timeouts = {}  # a probe that hangs is given up after its cases' shortest timeout
     for c in plan["cases"]:
-        if c.get("language", "triton") == "triton" and not compat.missing_requirement(c.get("requires", [])):
+        # a generated kernel's module is loaded with its imports served from the bundle (harness.generated)
+        if c.get("language", "triton") == "triton" and c.get("kind") != "generated" \
+                and not compat.missing_requirement(c.get("requires", [])):
             t = float(c.get("timeout_s") or plan.get("timeout_s") or 300)
             file = callcase.kernel_ref(c)[0] if c.get("kind") == "call" else c["kernel"]["file"]
             timeouts[file] = min(t, timeouts.get(file, t))

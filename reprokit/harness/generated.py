@@ -1,0 +1,215 @@
+"""Generated-kernel cases (`kind: "generated"`): a kernel that a program compiled itself with
+`triton.compile(ASTSource(...))` (Inductor does so for every kernel it generates), recreated
+from the module the trace carried and the ASTSource it recorded, then checked against the
+program's own compile.
+
+    prepare(case, plan, kernels_dir) -> Prepared         (the case's process)
+    compile_case(case, plan, case_dir, prepared) -> record
+
+The carried module imports Inductor's runtime (`torch._inductor.runtime.triton_helpers`,
+`triton_heuristics`, `hints`); a stack may have no torch, or another one. Those imports are
+served from the bundle instead (the same line, renamed, so every line keeps its number): the
+helpers the program's torch had (`triton_helpers`, `triton_compat`, copied verbatim by the
+trace), and for the heuristics decorators and hints, stand-ins that leave the @triton.jit
+function as it is (the decorator's metadata stays in the module's text; it never reaches the
+compile). One understanding of Inductor's output with reprokit.harness.inductor: both read the
+kernel module it writes and compile it with Triton, never through torch.
+
+The verdict is the truth test of the trace: on the release that recorded it (same Triton, same
+target), the TTIR digest (and the cubin digest, where both have one) must equal the program's;
+otherwise the case is `not_reproduced`. A case that cannot be recreated at all (its module does
+not load, a constant that was no plain value) is `capture_failed`. Neither is ever a
+`compile_error`: the compiler is blamed only for what it did.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+
+from reprokit.harness import standin
+
+PACKAGE = "_reprokit_inductor_runtime"
+_RUNTIME = re.compile(r"\btorch\._inductor\.runtime\b")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An ASTSource and the options to compile it with, or the result the case already has."""
+
+    src: object = None
+    options: dict = field(default_factory=dict)
+    result: dict = field(default_factory=dict)
+
+
+class _Anything:
+    """A stand-in for Inductor's hint values (AutotuneHint.X, DeviceProperties(...)): any
+    attribute or call gives one again; they only reach the decorator, which drops them."""
+
+    def __getattr__(self, name):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+
+def _decorator_factory(*args, **kwargs):
+    """triton_heuristics.pointwise(...) and the rest: the kernel itself, undecorated."""
+    return lambda fn: fn
+
+
+def _runtime_package(kernels_dir: str, helpers: list) -> None:
+    """`_reprokit_inductor_runtime`: the carried helper modules, plus stand-ins for the rest."""
+    pkg = sys.modules.get(PACKAGE)
+    if pkg is None:
+        pkg = types.ModuleType(PACKAGE)
+        pkg.__path__ = []
+        sys.modules[PACKAGE] = pkg
+    for rel in helpers:
+        folder = os.path.dirname(os.path.join(kernels_dir, rel))
+        if folder not in pkg.__path__:
+            pkg.__path__.append(folder)
+    for name, getter in (("triton_heuristics", lambda attr: _decorator_factory), ("hints", lambda attr: _Anything())):
+        full = f"{PACKAGE}.{name}"
+        if full not in sys.modules:
+            mod = types.ModuleType(full)
+            mod.__getattr__ = getter  # PEP 562: any name the generated module imports
+            sys.modules[full] = mod
+            setattr(pkg, name, mod)
+
+
+def load_generated(kernels_dir: str, file: str, helpers: list, compile_only: bool = True):
+    """The carried module, executed with its torch._inductor.runtime imports served from the bundle.
+    Compile-only, the helpers' set_driver_to_gpu/cpu (which the module calls at import) keep the
+    driver the harness chose: on a host without the GPU they would raise."""
+    _runtime_package(kernels_dir, helpers)
+    if compile_only and any(h.endswith("/triton_helpers.py") for h in helpers):
+        import importlib
+
+        th = importlib.import_module(f"{PACKAGE}.triton_helpers")
+        th.set_driver_to_gpu = th.set_driver_to_cpu = lambda: None
+    path = os.path.join(kernels_dir, file)
+    name = "reprokit_generated_" + re.sub(r"\W", "_", os.path.splitext(file)[0])
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    with open(path) as f:
+        text = _RUNTIME.sub(PACKAGE, f.read())
+    # compiled under its path in the bundle (relative): no host path reaches the IR's locations
+    code = compile(text, path, "exec")
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    sys.modules[name] = mod
+    try:
+        exec(code, mod.__dict__)  # noqa: S102 - running the program's generated module is what loading it means
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+def _value(v):
+    """A recorded constant back to what the ASTSource had: a dtype by name, else the plain value."""
+    if isinstance(v, dict) and "dtype" in v:
+        import triton.language as tl
+
+        return getattr(tl, v["dtype"])
+    if isinstance(v, list):
+        return tuple(_value(x) for x in v)
+    return v
+
+
+def _failed(why: str) -> Prepared:
+    return Prepared(result={"status": "capture_failed", "error": why})
+
+
+def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
+    """Load the carried module and remake the program's ASTSource."""
+    from triton.compiler import ASTSource
+
+    g = case["generated"]
+    standin.ensure_torch()  # the carried triton_compat imports torch; a stack may have none
+    if plan.get("mode", "compile-only") != "gpu" and not standin.active_is_standin():
+        standin.install_driver(plan["profile"])
+    if "constexprs" not in __import__("inspect").signature(ASTSource.__init__).parameters:
+        import triton
+
+        return Prepared(result={"status": "unsupported",
+                                "error": f"triton {triton.__version__} has no name-keyed ASTSource (3.3+), "
+                                         "which a generated kernel's recorded signature is"})
+    opaque = [repr(v) for _, v in g["constants"] + g["attrs"] if isinstance(v, dict) and "repr" in v]
+    if opaque:
+        return _failed(f"the program compiled with values reprokit cannot recreate: {', '.join(opaque)[:300]}")
+    try:
+        mod = load_generated(kernels_dir, case["kernel"]["file"], g.get("helpers") or [],
+                             compile_only=plan.get("mode", "compile-only") != "gpu")
+    except Exception as e:  # noqa: BLE001 - the program's module failing here is reprokit's failure to recreate it
+        traceback.print_exc()
+        return _failed(f"the carried module {case['kernel']['file']} does not load: {type(e).__name__}: {e}"[:500])
+    fn = getattr(mod, case["kernel"]["function"], None)
+    fn = getattr(fn, "fn", fn) if not hasattr(fn, "arg_names") else fn  # a decorator that kept a wrapper
+    if fn is None or not hasattr(fn, "arg_names"):
+        return _failed(f"{case['kernel']['file']} defines no @triton.jit {case['kernel']['function']!r}")
+    constants = {tuple(k): _value(v) for k, v in g["constants"]}
+    attrs = {tuple(k): _value(v) if not isinstance(v, list) else [list(a) for a in v] for k, v in g["attrs"]}
+    src = ASTSource(fn, dict(g["signature"]), constexprs=constants, attrs=attrs)
+    return Prepared(src=src, options=dict(g.get("options") or {}))
+
+
+def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> dict:
+    """Compile through the suite's path, then hold the result to the program's own compile."""
+    # loaded where the case compiles, in its own process (triton_case imports Triton).
+    from reprokit.harness import triton_case
+
+    if prepared.src is None:
+        return {"id": case["id"], "artifacts": {}, **prepared.result}
+    options = {"num_warps": case["num_warps"], "num_stages": case["num_stages"], **prepared.options}
+    rec = triton_case.compile_case(case, plan, case_dir, prepared.src, options=options)
+    return held_to_program(case, plan, case_dir, rec)
+
+
+def held_to_program(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
+    """A compiled traced case (generated or call) with `reproduced` added, and `not_reproduced`
+    as its status when its IR is not the program's own compile."""
+    if rec["status"] == "ok" and (case.get("trace") or {}).get("digests"):
+        rec["reproduced"] = faithful(case, plan, case_dir, rec)
+        if rec["reproduced"]["same"] is False:
+            rec.update(status="not_reproduced", error=rec["reproduced"]["reason"])
+    return rec
+
+
+def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
+    """Whether this compile is the program's: {"same": True/False/None, "checked", "reason"}.
+    Judged only on the release and target that recorded it (None elsewhere: a replay on another
+    release is meant to differ)."""
+    import triton
+
+    # the trace's own digest functions: the same normalisation on both sides
+    from reprokit.harness.toolbox import cubin_code_digest, ttir_digest
+
+    trace = case.get("trace") or {}
+    want = trace.get("digests") or {}
+    arch = ((case.get("generated") or {}).get("target") or {}).get("arch", plan["profile"]["capability"])
+    if trace.get("triton") != triton.__version__ or (arch is not None and arch != plan["profile"]["capability"]):
+        return {"same": None, "checked": [], "reason": f"recorded with triton {trace.get('triton')} for sm_{arch}; "
+                                                         "compared only on that release and target"}
+    got = {}
+    if "ttir" in rec["artifacts"]:
+        with open(os.path.join(case_dir, rec["artifacts"]["ttir"]), errors="replace") as f:
+            got["ttir"] = ttir_digest(f.read())
+    if "cubin" in rec["artifacts"]:
+        with open(os.path.join(case_dir, rec["artifacts"]["cubin"]), "rb") as f:
+            got["cubin"] = cubin_code_digest(f.read())
+    checked = sorted(k for k in want if k in got)
+    if not checked:
+        return {"same": None, "checked": [], "reason": "the trace recorded no digest of the program's compile"}
+    differ = [k for k in checked if want[k] != got[k]]
+    if differ:
+        return {"same": False, "checked": checked,
+                "reason": f"the capture's {' and '.join(differ)} differ from the program's own compile "
+                          f"(triton {triton.__version__}, sm_{arch}): reprokit did not recreate what the program compiled"}
+    return {"same": True, "checked": checked, "reason": f"{' and '.join(checked)} equal to the program's own compile"}
