@@ -130,9 +130,10 @@ class ProgramFailed(ReprokitError):
 
 class NotFaithful(ReprokitError):
     """`reprokit trace`: some specialisation the program compiled was not captured faithfully (the
-    capture's IR differs from the program's own compile, or reprokit could not recreate it). The
-    bundle is still written, those cases marked `not_reproduced` or `capture_failed`; the verb
-    then exits with this."""
+    capture's IR differs from the program's own compile, reprokit could not recreate it, or the
+    recorder could not describe a kernel the program ran). The bundle is still written, those
+    cases marked `not_reproduced` or `capture_failed` and the misses listed in trace/trace.json;
+    the verb then exits with this."""
 
     exit_code = 7
 

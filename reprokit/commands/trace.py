@@ -95,5 +95,9 @@ def _report(args, traced: Traced) -> int:
     if unfaithful:
         say(f"reprokit: trace: {len(unfaithful)} specialisation(s) not captured faithfully "
             f"({', '.join(unfaithful[:5])}{', ...' if len(unfaithful) > 5 else ''}): see their status and error")
+    if ran.misses:  # launches or compiles the recorder could not describe: no case holds them
+        say(f"reprokit: trace: {len(ran.misses)} kernel(s) the program ran could not be recorded "
+            f"({', '.join(sorted({m['kernel'] for m in ran.misses})[:5])}): trace/trace.json says why")
+    if unfaithful or ran.misses:
         return NotFaithful.exit_code
     return 0

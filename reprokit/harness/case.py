@@ -84,6 +84,9 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for
 def _on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, rec: dict) -> dict:
     """Launch, check and benchmark the compiled case (reprokit.harness.launch); a failure of the
     harness itself there is kept as the case's GPU result, not lost with the compile's record."""
+    if case.get("kind") == "generated":
+        return {"status": "not_launched", "reason": "a generated kernel is compiled and held to the program's own "
+                                                    "compile; the trace does not record its launch arguments"}
     aot = None
     if "cubin" in rec["artifacts"]:
         with open(os.path.join(case_dir, rec["artifacts"]["cubin"]), "rb") as f:

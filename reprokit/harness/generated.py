@@ -77,7 +77,7 @@ def _runtime_package(kernels_dir: str, helpers: list) -> None:
         full = f"{PACKAGE}.{name}"
         if full not in sys.modules:
             mod = types.ModuleType(full)
-            mod.__getattr__ = getter  # PEP 562: any name the generated module imports
+            mod.__dict__["__getattr__"] = getter  # PEP 562: any name the generated module imports
             sys.modules[full] = mod
             setattr(pkg, name, mod)
 
@@ -91,7 +91,7 @@ def load_generated(kernels_dir: str, file: str, helpers: list, compile_only: boo
         import importlib
 
         th = importlib.import_module(f"{PACKAGE}.triton_helpers")
-        th.set_driver_to_gpu = th.set_driver_to_cpu = lambda: None
+        th.__dict__.update(set_driver_to_gpu=lambda: None, set_driver_to_cpu=lambda: None)
     path = os.path.join(kernels_dir, file)
     name = "reprokit_generated_" + re.sub(r"\W", "_", os.path.splitext(file)[0])
     mod = sys.modules.get(name)
@@ -175,11 +175,29 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
 def held_to_program(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
     """A compiled traced case (generated or call) with `reproduced` added, and `not_reproduced`
     as its status when its IR is not the program's own compile."""
-    if rec["status"] == "ok" and (case.get("trace") or {}).get("digests"):
+    if not (case.get("trace") or {}).get("digests"):
+        return rec
+    if rec["status"] == "ok":
         rec["reproduced"] = faithful(case, plan, case_dir, rec)
         if rec["reproduced"]["same"] is False:
             rec.update(status="not_reproduced", error=rec["reproduced"]["reason"])
+    elif rec["status"] == "compile_error" and _recording_release(case, plan) is None:
+        # The program compiled this very kernel on this release and target: a failure here is
+        # reprokit's (what it recreated is not what the program compiled), never the compiler's.
+        rec.update(status="capture_failed", error=f"the program compiled this kernel on this release, but the "
+                                                 f"capture's compile failed: {rec.get('error')}"[:800])
     return rec
+
+
+def _recording_release(case: dict, plan: dict):
+    """None when this stack is the release and target the trace recorded on; else why not."""
+    import triton
+
+    trace = case.get("trace") or {}
+    arch = ((case.get("generated") or {}).get("target") or {}).get("arch", plan["profile"]["capability"])
+    if trace.get("triton") != triton.__version__ or arch != plan["profile"]["capability"]:
+        return f"recorded with triton {trace.get('triton')} for sm_{arch}; compared only on that release and target"
+    return None
 
 
 def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
@@ -191,12 +209,11 @@ def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
     # the trace's own digest functions: the same normalisation on both sides
     from reprokit.harness.toolbox import cubin_code_digest, ttir_digest
 
-    trace = case.get("trace") or {}
-    want = trace.get("digests") or {}
-    arch = ((case.get("generated") or {}).get("target") or {}).get("arch", plan["profile"]["capability"])
-    if trace.get("triton") != triton.__version__ or (arch is not None and arch != plan["profile"]["capability"]):
-        return {"same": None, "checked": [], "reason": f"recorded with triton {trace.get('triton')} for sm_{arch}; "
-                                                         "compared only on that release and target"}
+    want = (case.get("trace") or {}).get("digests") or {}
+    elsewhere = _recording_release(case, plan)
+    if elsewhere is not None:
+        return {"same": None, "checked": [], "reason": elsewhere}
+    arch = plan["profile"]["capability"]
     got = {}
     if "ttir" in rec["artifacts"]:
         with open(os.path.join(case_dir, rec["artifacts"]["ttir"]), errors="replace") as f:

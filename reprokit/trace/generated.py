@@ -39,7 +39,8 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
     for r in ran.values():
         if int(r.get("configs") or 0) > 1:
             tuned[((r.get("source") or {}).get("path"), r["kernel"])] = r
-    out, per_kernel = [], {}
+    out: list = []
+    per_kernel: dict[str, int] = {}
     for r in compiled(records):
         base = _SLUG.sub("-", r["kernel"].lower()).strip("-.") or "kernel"
         if not base[0].isalnum():
@@ -73,7 +74,3 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
         })
     return out
 
-
-def chosen_only(plan_cases: list) -> list:
-    """The cases a replay runs by default: every case but the autotune candidates not chosen."""
-    return [c for c in plan_cases if ((c.get("trace") or {}).get("autotune") or {}).get("chosen", True)]

@@ -49,9 +49,9 @@ def install(event, out: str, deriving) -> None:
         return
     _STATE.update(event=event, out=out, deriving=deriving, n=0, keys={}, options={})
     comp = knobs.compilation
-    slot = _Slot(lambda **kw: _compiled(**kw))
+    slot = _Slot(lambda **kw: _guarded(_compiled, kw.get("src"), **kw))
     previous = comp.__dict__.pop("listener", None)
-    setattr(type(comp), "listener", slot)  # a data descriptor: every later set goes through it
+    type(comp).listener = slot  # a data descriptor: every later set goes through it
     if previous is not None:
         comp.listener = previous  # chained, and said once
     _STATE["slot"] = slot
@@ -62,9 +62,8 @@ def install(event, out: str, deriving) -> None:
         def tuned(*args, **kwargs):
             if before is not None:
                 before(*args, **kwargs)
-            _tuned(*args, **kwargs)
+            _guarded(_tuned, None, *args, **kwargs)
 
-        tuned._reprokit = True
         tuning.listener = tuned
     _watch_inductor()
 
@@ -105,7 +104,6 @@ class _Slot:
             value(*args, **kwargs)
             ours(*args, **kwargs)
 
-        both._reprokit_other = value
         self.effective = both
 
 
@@ -120,6 +118,16 @@ def _calls(fn, target) -> bool:
 
 
 # --- compiles ---------------------------------------------------------------------------------
+
+def _guarded(record, about, *args, **kwargs) -> None:
+    """Run a recording step; the program must run as it would untraced, so a step that fails is
+    a record missing (a `miss`, with the kernel's name and the error), never the program's failure."""
+    try:
+        record(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - see the docstring: the program runs on, the miss is recorded
+        _STATE["event"]({"type": "miss", "kernel": str(getattr(about, "name", None) or getattr(about, "__name__", "?")),
+                         "error": f"{type(e).__name__}: {e}"[:500]})
+
 
 def _compiled(src=None, metadata=None, metadata_group=None, cache_hit=False, **_):
     if src is None or metadata is None or _STATE["deriving"]():
@@ -203,20 +211,22 @@ def _carry(fn) -> tuple:
     stem = os.path.splitext(os.path.basename(path or "generated"))[0]
     name = f"generated/{stem}.py"
     dest = os.path.join(out, "kernels", name)
-    if path and os.path.isfile(path) and not os.path.exists(dest):
+    if path is not None and os.path.isfile(path) and not os.path.exists(dest):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(path, dest + f".{os.getpid()}.tmp")
         os.replace(dest + f".{os.getpid()}.tmp", dest)
     helpers = []
     glb = getattr(getattr(fn, "fn", None), "__globals__", {}) or {}
-    uses = any(getattr(v, "__name__", "").startswith("torch._inductor.runtime")
-               or getattr(v, "__module__", "") and str(getattr(v, "__module__", "")).startswith("torch._inductor.runtime")
-               for v in glb.values())
+    runtime = "torch._inductor.runtime"
+    uses = any(str(getattr(v, "__name__", "")).startswith(runtime) or str(getattr(v, "__module__", "")).startswith(runtime)
+               for v in list(glb.values()))
     if uses:
         import importlib
 
         for mod in HELPERS:
-            m = importlib.import_module(f"torch._inductor.runtime.{mod}")
+            m = importlib.import_module(f"{runtime}.{mod}")
+            if m.__file__ is None:
+                continue
             target = os.path.join(out, "kernels", "generated", "_inductor_runtime", f"{mod}.py")
             if not os.path.exists(target):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -316,10 +326,10 @@ def _wrap_caching_autotuner(module) -> None:
         result = original(self, *args, **kwargs)
         if not self.__dict__.get("_reprokit_seen") and not kwargs.get("benchmark_run"):
             self.__dict__["_reprokit_seen"] = True
-            _inductor_launch(self)
+            _guarded(_inductor_launch, getattr(self, "fn", None), self)
         return result
 
-    run._reprokit_wrapped = True
+    run.__dict__["_reprokit_wrapped"] = True
     cls.run = run
 
 

@@ -6,7 +6,9 @@ torch/_inductor/runtime/triton_heuristics.py's _precompile_config does. Nothing 
 compiled kernels are what a trace must record.
 
 With `--listener`, the program sets a compile listener of its own first (as a tool such as
-tritonparse would), which must still see every compile.
+tritonparse would), which must still see every compile. With `--patch`, it changes a global of
+the generated module before compiling (as a program that patches a module's settings does): the
+module's file no longer says what was compiled, and a capture from it cannot be the program's.
 """
 
 import importlib.util
@@ -30,6 +32,7 @@ from torch._inductor.runtime import triton_helpers, triton_heuristics
 from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math
 from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties
 triton_helpers.set_driver_to_gpu()
+SCALE = tl.constexpr(1.0)
 
 
 @triton.jit
@@ -47,7 +50,7 @@ def triton_poi_fused_gelu_exp_0(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr)
     tmp6 = 1.0
     tmp7 = tmp5 + tmp6
     tmp8 = tmp2 * tmp7
-    tmp9 = tl_math.exp(tmp8)
+    tmp9 = tl_math.exp(tmp8 * SCALE)
     tl.store(out_ptr0 + (x0), tmp9, xmask)
 
 
@@ -109,6 +112,10 @@ def main() -> int:
         knobs.compilation.listener = own_listener
     with tempfile.TemporaryDirectory() as folder:
         mod = load(folder)
+        if "--patch" in sys.argv:
+            import triton.language as tl
+
+            mod.SCALE = tl.constexpr(2.0)
         target = GPUTarget("cuda", 90, 32)
         compiled = 0
         for name, signature, configs in KERNELS:

@@ -1,0 +1,81 @@
+"""`reprokit trace` of a program that compiles kernels the way Inductor does (a generated module
+importing torch._inductor's runtime helpers, `triton.compile(ASTSource(...))` per config), in the
+interpreter venv (triton 3.6.0, the CPU torch 2.13.0): real compiles in the program, a real
+capture, a real bundle. What must come out is written here by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reprokit.errors import NotFaithful
+from tests.integration.test_trace import ROOT, interp_python, plan_cases, result_cases, trace  # noqa: F401
+
+pytestmark = pytest.mark.triton
+
+PROGRAM = "generated_kernels.py"
+# The compiles generated_kernels.py makes: case id -> (kernel, constants by argument index, num_warps)
+COMPILES = {
+    "triton_poi_fused_gelu_exp_0.1": ("triton_poi_fused_gelu_exp_0", {3: 1024}, 4),
+    "triton_per_fused_amax_softmax_1.1": ("triton_per_fused_amax_softmax_1", {3: 128, 4: 1}, 2),
+    "triton_per_fused_amax_softmax_1.2": ("triton_per_fused_amax_softmax_1", {3: 128, 4: 8}, 8),
+}
+
+
+def test_generated_kernels_are_cases_held_to_the_programs_compile(tmp_path, interp_python):  # noqa: F811
+    code, doc, root = trace(tmp_path, interp_python, PROGRAM)
+    assert code == 0, doc
+    plan, results = plan_cases(root), result_cases(root)
+    assert sorted(plan) == sorted(COMPILES)
+    for cid, (kernel, constants, warps) in COMPILES.items():
+        case = plan[cid]
+        assert case["kind"] == "generated" and case["kernel"] == {"file": "generated/cgxkernels.py", "function": kernel}
+        assert {int(k[0]): v for k, v in case["generated"]["constants"]} == constants
+        assert case["num_warps"] == warps and case["num_stages"] == 1
+        assert case["generated"]["options"] == {"sanitize_overflow": False}
+        assert set(case["trace"]["digests"]) == {"ttir", "cubin"} and case["trace"]["triton"] == "3.6.0"
+        assert case["trace"]["launched"] is False  # compiled ahead of time; nothing runs without a GPU
+        rec = results[cid]
+        assert rec["status"] == "ok", rec
+        assert rec["reproduced"]["same"] is True and rec["reproduced"]["checked"] == ["cubin", "ttir"]
+    # The module travelled with the helpers it imports from torch._inductor, verbatim.
+    kernels = root / "kernels" / "generated"
+    p = subprocess.run([interp_python, "-c", "import torch._inductor.runtime.triton_helpers as h; print(h.__file__)"],
+                       capture_output=True, text=True, check=True)
+    original = p.stdout.strip()
+    assert (kernels / "_inductor_runtime" / "triton_helpers.py").read_bytes() == open(original, "rb").read()
+    assert (kernels / "_inductor_runtime" / "triton_compat.py").is_file()
+    # libdevice's erf and the helpers' max2 were resolved from the carried modules: in the TTIR.
+    ttir = (root / results["triton_poi_fused_gelu_exp_0.1"]["artifacts"]["ttir"]).read_text()
+    assert "__nv_erff" in ttir
+    ttir = (root / results["triton_per_fused_amax_softmax_1.1"]["artifacts"]["ttir"]).read_text()
+    assert "tt.reduce" in ttir and ("arith.maxnumf" in ttir or "arith.maximumf" in ttir)
+
+
+def test_a_listener_of_the_program_and_reprokits_both_see_every_compile(tmp_path, interp_python):  # noqa: F811
+    out = tmp_path / "b"
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(out), "--",
+                        interp_python, str(ROOT / "tests" / "data" / "trace" / PROGRAM), "--listener"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "own listener saw 3" in p.stderr  # the program's stdout goes to stderr under --json
+    clash = [ln for ln in p.stderr.splitlines() if "single slot" in ln]
+    assert len(clash) == 1 and "own_listener" in clash[0]
+    assert len(json.loads(p.stdout)["cases"]) == 3
+
+
+def test_a_module_patched_in_the_program_is_not_reproduced_never_a_compile_error(tmp_path, interp_python):  # noqa: F811
+    code, doc, root = trace(tmp_path, interp_python, PROGRAM, "--patch")
+    assert code == NotFaithful.exit_code
+    results = result_cases(root)
+    bad = results["triton_poi_fused_gelu_exp_0.1"]
+    assert bad["status"] == "not_reproduced" and bad["verdict"] == "not_reproduced" and bad["met"] is None
+    assert bad["reproduced"] == {"same": False, "checked": ["cubin", "ttir"], "reason": bad["error"]}
+    assert "ttir" in bad["error"] and "cubin" in bad["error"]
+    # the kernels the patch did not touch are still the program's own
+    assert [results[c]["status"] for c in ("triton_per_fused_amax_softmax_1.1", "triton_per_fused_amax_softmax_1.2")] \
+        == ["ok", "ok"]
