@@ -62,17 +62,36 @@ def _decorator_factory(*args, **kwargs):
     return lambda fn: fn
 
 
+# the carried helpers, each after those it imports (triton_helpers: `from .triton_compat import ...`)
+_HELPER_ORDER = ("triton_compat", "triton_helpers")
+
+
 def _runtime_package(kernels_dir: str, helpers: list) -> None:
-    """`_reprokit_inductor_runtime`: the carried helper modules, plus stand-ins for the rest."""
+    """`_reprokit_inductor_runtime`: the carried helper modules, plus stand-ins for the rest. Each
+    helper is compiled under its path in the bundle, relative as the kernels folder is, so that
+    the IR's locations name the bundle's file and never this host's."""
     pkg = sys.modules.get(PACKAGE)
     if pkg is None:
         pkg = types.ModuleType(PACKAGE)
         pkg.__path__ = []
         sys.modules[PACKAGE] = pkg
-    for rel in helpers:
-        folder = os.path.dirname(os.path.join(kernels_dir, rel))
-        if folder not in pkg.__path__:
-            pkg.__path__.append(folder)
+    by_name = {os.path.splitext(os.path.basename(rel))[0]: rel for rel in helpers}
+    for name in sorted(by_name, key=lambda n: (_HELPER_ORDER.index(n) if n in _HELPER_ORDER else len(_HELPER_ORDER), n)):
+        full = f"{PACKAGE}.{name}"
+        if full in sys.modules:
+            continue
+        path = os.path.join(kernels_dir, by_name[name])
+        with open(path) as f:
+            code = compile(f.read(), path, "exec")
+        mod = types.ModuleType(full)
+        mod.__file__, mod.__package__ = path, PACKAGE
+        sys.modules[full] = mod
+        try:
+            exec(code, mod.__dict__)  # noqa: S102 - the program's own torch's helpers, carried verbatim
+        except BaseException:
+            del sys.modules[full]
+            raise
+        setattr(pkg, name, mod)
     for name, getter in (("triton_heuristics", lambda attr: _decorator_factory), ("hints", lambda attr: _Anything())):
         full = f"{PACKAGE}.{name}"
         if full not in sys.modules:
