@@ -175,17 +175,16 @@ def _cache_key(group: dict):
 def digests_of(group: dict) -> dict:
     """{"ttir", "cubin"}: sha256 of a compile's TTIR less locations, and of its cubin less its debug sections."""
     out = {}
+    # inside the traced program, loaded at its first compile: the harness's own digests, so that
+    # trace and capture agree
+    from reprokit.harness.toolbox import cubin_code_digest, ttir_digest
+
     for name, path in sorted(group.items()):
         try:
             if name.endswith(".ttir"):
-                # inside the traced program: the harness's own digests, so trace and capture agree
-                from reprokit.harness.toolbox import ttir_digest
-
                 with open(path, errors="replace") as f:
                     out["ttir"] = ttir_digest(f.read())
             elif name.endswith(".cubin"):
-                from reprokit.harness.toolbox import cubin_code_digest
-
                 with open(path, "rb") as f:
                     out["cubin"] = cubin_code_digest(f.read())
         except OSError:
