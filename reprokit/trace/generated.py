@@ -13,6 +13,8 @@ the digests of the program's own compile, which the capture must match.
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
@@ -74,3 +76,18 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
         })
     return out
 
+
+def seed(records, dest: Path) -> int:
+    """Copy the program's own compiles (Triton cache entries, by key) that the plan's traced cases
+    name into `dest`: the capture starts from them on the same release (harness.generated.seeded).
+    Returns how many were copied; one the program's cache no longer holds is compiled again."""
+    done = 0
+    for r in records:
+        key, root = r.get("key"), r.get("cache_root")
+        if r["type"] not in ("compiled", "digest") or not key or not root or (dest / key).exists():
+            continue
+        src = Path(root) / key
+        if src.is_dir():
+            shutil.copytree(src, dest / key)
+            done += 1
+    return done

@@ -140,7 +140,8 @@ def _compiled(src=None, metadata=None, metadata_group=None, cache_hit=False, **_
     n = getattr(CURRENT, "n", None)
     if n is not None:  # the program's own compile in a @jit launch: the digests of the specialisation it described
         if n:
-            _STATE["event"]({"type": "digest", "n": n, "digests": digests, "cache_hit": bool(cache_hit)})
+            _STATE["event"]({"type": "digest", "n": n, "digests": digests, "cache_hit": bool(cache_hit),
+                             "key": _cache_key(group), "cache_root": _cache_root(group)})
         return
     key = _cache_key(group) or str(metadata.get("hash"))
     with _LOCK:
@@ -156,7 +157,7 @@ def _compiled(src=None, metadata=None, metadata_group=None, cache_hit=False, **_
            "constants": [[list(k), _value(v)] for k, v in sorted(src.constants.items(), key=lambda kv: kv[0])],
            "attrs": [[list(k), _value(v)] for k, v in sorted(_attrs(src).items(), key=lambda kv: kv[0])],
            "options": _options(metadata), "target": _target(metadata.get("target")),
-           "digests": digests, "cache_hit": bool(cache_hit), "pid": os.getpid()}
+           "digests": digests, "cache_hit": bool(cache_hit), "pid": os.getpid(), "cache_root": _cache_root(group)}
     _STATE["event"](rec)
 
 
@@ -169,6 +170,14 @@ def _cache_key(group: dict):
     """The cache folder of a compile: what Inductor's launchers name it by (`cache_hash`)."""
     for path in sorted(group.values()):
         return os.path.basename(os.path.dirname(path))
+    return None
+
+
+def _cache_root(group: dict):
+    """The Triton cache the program compiled into (a host path: the capture starts from it, the
+    plan never holds it)."""
+    for path in sorted(group.values()):
+        return os.path.dirname(os.path.dirname(os.path.abspath(path)))
     return None
 
 

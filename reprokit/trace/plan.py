@@ -81,7 +81,9 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
         if s.get("autotune"):
             trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
         if s["n"] in digests:  # the program's own compile, which the capture must match (harness.generated.faithful)
-            trace.update(digests=digests[s["n"]], triton=triton)
+            trace.update(digests=digests[s["n"]]["digests"], triton=triton)
+            if digests[s["n"]].get("key"):
+                trace["cache_key"] = digests[s["n"]]["key"]
         cases.append({
             "id": ids[s["n"]], "kind": "call", "family": s["kernel"], "control": "call",
             "description": f"{s['kernel']} as {Path(src.get('path') or '?').name}:{src.get('line')} launched it",
