@@ -11,6 +11,7 @@ the generated module before compiling (as a program that patches a module's sett
 module's file no longer says what was compiled, and a capture from it cannot be the program's.
 """
 
+import hashlib
 import importlib.util
 import os
 import sys
@@ -110,26 +111,28 @@ def main() -> int:
             seen.append(src.name)
 
         knobs.compilation.listener = own_listener
-    with tempfile.TemporaryDirectory() as folder:
-        mod = load(folder)
-        if "--patch" in sys.argv:
-            import triton.language as tl
+    # As Inductor's cache: a folder named by the module's hash, the same on every run
+    folder = os.path.join(tempfile.gettempdir(), "reprokit-generated-test", hashlib.sha256(MODULE.encode()).hexdigest()[:16])
+    os.makedirs(folder, exist_ok=True)
+    mod = load(folder)
+    if "--patch" in sys.argv:
+        import triton.language as tl
 
-            mod.SCALE = tl.constexpr(2.0)
-        target = GPUTarget("cuda", 90, 32)
-        compiled = 0
-        for name, signature, configs in KERNELS:
-            fn = getattr(mod, name)
-            for xblock, warps, stages in configs:
-                constants = {"XBLOCK": xblock}
-                if "r0_numel" in signature:
-                    constants["r0_numel"] = 128
-                attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in ("in_ptr0", "out_ptr0")}
-                src = ASTSource(fn, signature, constants, attrs)
-                binary = triton.compile(src, target=target, options={"num_warps": warps, "num_stages": stages,
-                                                                       "debug": False, "sanitize_overflow": False})
-                assert binary.asm["cubin"], name
-                compiled += 1
+        mod.SCALE = tl.constexpr(2.0)
+    target = GPUTarget("cuda", 90, 32)
+    compiled = 0
+    for name, signature, configs in KERNELS:
+        fn = getattr(mod, name)
+        for xblock, warps, stages in configs:
+            constants = {"XBLOCK": xblock}
+            if "r0_numel" in signature:
+                constants["r0_numel"] = 128
+            attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in ("in_ptr0", "out_ptr0")}
+            src = ASTSource(fn, signature, constants, attrs)
+            binary = triton.compile(src, target=target, options={"num_warps": warps, "num_stages": stages,
+                                                                   "debug": False, "sanitize_overflow": False})
+            assert binary.asm["cubin"], name
+            compiled += 1
     print(f"compiled {compiled} kernels", f"(own listener saw {len(seen)})" if seen else "")
     return 0
 
