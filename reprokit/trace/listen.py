@@ -364,12 +364,11 @@ def _config(cfg) -> dict | None:
     return out
 
 
-def _tuned(*args, **kwargs) -> None:
-    """3.8+ autotuning listener: the best config and the timings the autotuner measured."""
-    best = kwargs.get("best_config", args[1] if len(args) > 1 else None)
-    fn = kwargs.get("fn", args[0] if args else None)
-    timings = kwargs.get("timings") or {}
+def _tuned(*, fn=None, key=None, best_config=None, configs_timings=None, duration=None, cache_hit=False, **_):
+    """3.8+ autotuning listener (keywords, as AutotuneListener calls it): the autotuner's own best
+    config, every config's timings (ms), and whether they came from its disk cache."""
+    timings = configs_timings if isinstance(configs_timings, dict) else {}
     _STATE["event"]({"type": "autotune_listener", "kernel": getattr(getattr(fn, "fn", fn), "__name__", "?"),
-                     "chosen": _config(best),
-                     "timings": sorted(([_config(c), _value(t)] for c, t in timings.items()), key=json.dumps)
-                     if isinstance(timings, dict) else []})
+                     "chosen": _config(best_config), "cache_hit": bool(cache_hit),
+                     "duration_s": duration if isinstance(duration, (int, float)) else None,
+                     "timings": sorted(([_config(c), _value(t)] for c, t in timings.items()), key=json.dumps)})
