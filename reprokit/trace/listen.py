@@ -15,7 +15,7 @@ listener and give the @jit path only. What it adds beside the recorder's JITFunc
   Compile workers are processes of the program: the boot installs this there too.
 - Inductor's `CachingAutotuner.run` (wrapped once its module is imported): which compiled binary
   each generated kernel launched, i.e. the config its autotuner chose (`generated_launch`).
-- `knobs.autotuning.listener` (3.8+, a single slot, wrapped the same way): the best config and
+- `knobs.autotuning.listener` (3.8+, a single slot, kept the same way): the best config and
   the timings, for @triton.autotune kernels.
 
 Digests are what the capture must match (reprokit.harness.generated): TTIR with its source
@@ -48,24 +48,22 @@ def install(event, out: str, deriving) -> None:
     except ImportError:  # 3.0-3.3: no listener
         return
     _STATE.update(event=event, out=out, deriving=deriving, n=0, keys={}, options={})
-    comp = knobs.compilation
-    slot = _Slot(lambda **kw: _guarded(_compiled, kw.get("src"), **kw))
-    previous = comp.__dict__.pop("listener", None)
-    type(comp).listener = slot  # a data descriptor: every later set goes through it
-    if previous is not None:
-        comp.listener = previous  # chained, and said once
-    _STATE["slot"] = slot
+    _STATE["slot"] = _chain(knobs.compilation, _Slot(lambda **kw: _guarded(_compiled, kw.get("src"), **kw),
+                                                     "Triton's compile listener"))
     tuning = getattr(knobs, "autotuning", None)
-    if tuning is not None and "listener" in _fields(tuning):  # 3.8+
-        before = tuning.listener
-
-        def tuned(*args, **kwargs):
-            if before is not None:
-                before(*args, **kwargs)
-            _guarded(_tuned, None, *args, **kwargs)
-
-        tuning.listener = tuned
+    if tuning is not None and "listener" in _fields(tuning):  # 3.8+: a single slot too
+        _chain(tuning, _Slot(lambda **kw: _guarded(_tuned, None, **kw), "Triton's autotuning listener"))
     _watch_inductor()
+
+
+def _chain(knob, slot):
+    """Make `knob.listener` the slot (a data descriptor on its class: every later set goes
+    through it), with the listener already there chained in front, said once."""
+    previous = knob.__dict__.pop("listener", None)
+    type(knob).listener = slot
+    if previous is not None:
+        knob.listener = previous
+    return slot
 
 
 def _fields(obj) -> set:
@@ -82,9 +80,10 @@ class _Slot:
     reprokit after it, with one line on stderr, unless the new one already calls what it read
     (a tool that chains, as tritonparse's wrapping would). Setting None removes the other tool's."""
 
-    def __init__(self, ours):
+    def __init__(self, ours, what: str = "Triton's compile listener"):
         self.ours = ours
         self.effective = ours
+        self.what = what
 
     def __get__(self, obj, cls=None):
         return self if obj is None else self.effective
@@ -96,7 +95,7 @@ class _Slot:
         if _calls(value, self.effective):
             self.effective = value  # it chains to the listener it read: reprokit is still called
             return
-        sys.stderr.write(f"reprokit: trace: Triton's compile listener is a single slot, and {_who(value)} set it: "
+        sys.stderr.write(f"reprokit: trace: {self.what} is a single slot, and {_who(value)} set it: "
                          "reprokit chains it (it is called first, then reprokit's)\n")
         ours = self.ours
 
