@@ -62,6 +62,10 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
         tune = tuned.get((src.get("path"), r["kernel"]))
         if tune is not None:
             trace["autotune"] = {"configs": int(tune["configs"]), "chosen": r["key"] == tune["key"]}
+        elif ran and r["key"] not in ran:
+            # compiled, never launched, while the program launched other generated kernels: what
+            # Inductor's max-autotune benchmarks (template choices, each a kernel of its own) and drops
+            trace["candidate"] = True
         out.append({
             "id": cid, "kind": "generated", "family": r["kernel"], "control": "generated",
             "description": f"{r['kernel']}, compiled by the program with triton.compile",

@@ -14,7 +14,7 @@ import tarfile
 import pytest
 
 from reprokit.errors import NotFaithful
-from tests.integration.test_trace import ROOT, interp_python, plan_cases, result_cases, trace  # noqa: F401
+from tests.integration.test_trace import ROOT, interp_python, interp_release, plan_cases, result_cases, trace  # noqa: F401
 
 pytestmark = pytest.mark.triton
 
@@ -122,3 +122,17 @@ def test_real_inductor_output_is_traced_and_compiles_from_the_bundle_on_another_
         assert r["reproduced"]["same"] is None  # another release: not held to 3.6's digests
         ttir = (again / r["artifacts"]["ttir"]).read_text()
         assert 'loc("kernels/generated/' in ttir and "reprokit-generated-test" not in ttir
+
+
+def test_the_autotuning_listener_of_3_9_hears_the_autotuners_choice(tmp_path, interp_release):  # noqa: F811
+    """Triton 3.8+ tells a listener which config its autotuner chose and every config's timing:
+    several.py's autotuned `add` under 3.9's interpreter (the recorder's ordinal timer), heard there
+    and kept in trace/trace.json beside what the program launched."""
+    python = interp_release("3.9.0")
+    code, doc, root = trace(tmp_path, python, "several.py")
+    assert code == 0, doc
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    (heard,) = tj["autotune_listener"]
+    (tuned,) = tj["autotune"]
+    assert heard["kernel"] == "add" and heard["chosen"] == tuned["chosen"] and heard["cache_hit"] is False
+    assert [t[0] for t in heard["timings"]] == sorted((c for c in tuned["configs"]), key=json.dumps)

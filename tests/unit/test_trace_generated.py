@@ -35,6 +35,8 @@ def compiled(seq: int, key: str, kernel: str, xblock: int, warps: int, path: str
 RECORDS = [
     {"type": "start", "triton": "3.6.0"},
     compiled(1, "K1", "triton_poi_fused_0", 1024, 4),
+    # a max-autotune template choice: its own kernel, compiled and benchmarked, never launched
+    compiled(4, "K4", "triton_tem_fused_mm_2", 64, 4, path="/tmp/cd/ccde.py"),
     # a reduction autotuned over two configs: both compiled (candidates), the second chosen
     compiled(2, "K2", "triton_red_fused_1", 8, 2),
     compiled(3, "K3", "triton_red_fused_1", 64, 8),
@@ -49,8 +51,11 @@ RECORDS = [
 
 def test_generated_records_become_cases_with_the_chosen_config_marked():
     cases = generated.cases(RECORDS, {"triton_poi_fused_0.1"}, "3.6.0", 300.0, (4, 3))
-    assert [c["id"] for c in cases] == ["triton_poi_fused_0.2", "triton_red_fused_1.1", "triton_red_fused_1.2"]
-    poi, red_a, red_b = cases
+    assert [c["id"] for c in cases] == ["triton_poi_fused_0.2", "triton_tem_fused_mm_2.1", "triton_red_fused_1.1",
+                                         "triton_red_fused_1.2"]
+    poi, tem, red_a, red_b = cases
+    assert tem["trace"]["candidate"] is True and tem["trace"]["launched"] is False
+    assert "candidate" not in poi["trace"] and "candidate" not in red_a["trace"]
     assert poi["trace"]["launched"] is True and "autotune" not in poi["trace"]
     assert red_a["trace"]["autotune"] == {"configs": 2, "chosen": False} and red_a["trace"]["launched"] is False
     assert red_b["trace"]["autotune"] == {"configs": 2, "chosen": True} and red_b["trace"]["launched"] is True
