@@ -51,7 +51,10 @@ def install(event, out: str, deriving) -> None:
     _STATE["slot"] = _chain(knobs.compilation, _Slot(lambda **kw: _guarded(_compiled, kw.get("src"), **kw),
                                                      "Triton's compile listener"))
     tuning = getattr(knobs, "autotuning", None)
-    if tuning is not None and "listener" in _fields(tuning):  # 3.8+: a single slot too
+    interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    # 3.8+: a single slot too. Not under the interpreter: there 3.9's autotuner, to call a
+    # listener, looks for the JITFunction under an InterpretedFunction and raises.
+    if tuning is not None and "listener" in _fields(tuning) and not interpret:
         _chain(tuning, _Slot(lambda **kw: _guarded(_tuned, None, **kw), "Triton's autotuning listener"))
     _watch_inductor()
 

@@ -125,15 +125,15 @@ def test_real_inductor_output_is_traced_and_compiles_from_the_bundle_on_another_
         assert 'loc("kernels/generated/' in ttir and "reprokit-generated-test" not in ttir
 
 
-def test_the_autotuning_listener_of_3_9_hears_the_autotuners_choice(tmp_path, interp_release):  # noqa: F811
-    """Triton 3.8+ tells a listener which config its autotuner chose and every config's timing:
-    several.py's autotuned `add` under 3.9's interpreter (the recorder's ordinal timer), heard there
-    and kept in trace/trace.json beside what the program launched."""
+def test_under_3_9s_interpreter_no_autotuning_listener_is_set(tmp_path, interp_release):  # noqa: F811
+    """Triton 3.8+ tells an autotuning listener the config its autotuner chose; under 3.9's
+    interpreter the autotuner, to call one, looks for a JITFunction under the InterpretedFunction
+    and raises. So the recorder sets none there: several.py's autotuned `add` runs, and the
+    choice is what the program launched (the H100 run hears the listener: scripts/gpu/)."""
     python = interp_release("3.9.0")
     code, doc, root = trace(tmp_path, python, "several.py")
     assert code == 0, doc
     tj = json.loads((root / "trace" / "trace.json").read_text())
-    (heard,) = tj["autotune_listener"]
+    assert tj["autotune_listener"] == []
     (tuned,) = tj["autotune"]
-    assert heard["kernel"] == "add" and heard["chosen"] == tuned["chosen"] and heard["cache_hit"] is False
-    assert [t[0] for t in heard["timings"]] == sorted((c for c in tuned["configs"]), key=json.dumps)
+    assert tuned["kernel"] == "add" and tuned["chosen"]["kwargs"] == {"BLOCK": 32}
