@@ -113,6 +113,9 @@ def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
         "interpreter": interpret, "tensors": tensors,
         "triton": (run.start or {}).get("triton"), "torch": (run.start or {}).get("torch"),
         "cases": [ids[s["n"]] for s in run.specs],
+        # the kernels the program compiled itself (Inductor's), as build() names them
+        "generated": [c["id"] for c in generated.cases(run.records, set(ids.values()), None, 1.0,
+                                                        (DEFAULT_WARPS, DEFAULT_STAGES))],
         "autotune": [{"kernel": a["kernel"], "call": a["call"], "configs": a["configs"], "chosen": a["chosen"],
                       "chosen_by": a["chosen_by"],
                       "cases": [ids[s["n"]] for s in run.specs
