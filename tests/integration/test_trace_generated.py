@@ -45,6 +45,8 @@ def test_generated_kernels_are_cases_held_to_the_programs_compile(tmp_path, inte
         assert rec["reproduced"]["same"] is True and rec["reproduced"]["checked"] == ["cubin", "ttir"]
         # the capture started from the program's own compile: Triton found it by its cache key
         assert "found by its Triton cache key" in rec["reproduced"]["reason"] and "ptxas" not in rec
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["cases"] == [] and tj["generated"] == list(COMPILES) and tj["missed"] == []
     # The module travelled with the helpers it imports from torch._inductor, verbatim.
     kernels = root / "kernels" / "generated"
     p = subprocess.run([interp_python, "-c", "import torch._inductor.runtime.triton_helpers as h; print(h.__file__)"],
