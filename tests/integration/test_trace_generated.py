@@ -7,6 +7,7 @@ capture, a real bundle. What must come out is written here by hand.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -139,3 +140,33 @@ def test_under_3_9s_interpreter_no_autotuning_listener_is_set(tmp_path, interp_r
     assert tj["autotune_listener"] == []
     (tuned,) = tj["autotune"]
     assert tuned["kernel"] == "add" and tuned["chosen"]["kwargs"] == {"BLOCK": 32}
+
+
+@pytest.fixture(scope="session")
+def tritonparse_path(tmp_path_factory, interp_python):  # noqa: F811
+    """tritonparse 0.6.0 (and zstandard, its one need on import) from the package index, in a
+    folder of their own beside the interpreter venv's CPU triton (its other requirements would
+    pull a CUDA torch); skipped without a package index."""
+    target = tmp_path_factory.mktemp("tritonparse")
+    p = subprocess.run([interp_python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                        "tritonparse==0.6.0", "zstandard"], capture_output=True, text=True, timeout=600, check=False)
+    if p.returncode != 0:
+        pytest.skip(f"tritonparse 0.6.0 could not be installed: {p.stderr.strip()[-300:]}")
+    return str(target)
+
+
+def test_tritonparse_and_reprokit_both_get_every_compile(tmp_path, interp_python, tritonparse_path):  # noqa: F811
+    """tritonparse's structured logging (its defaults, launch tracing on) in the traced program:
+    it sets Triton's compile listener after reprokit did; both hear all three compiles, and the
+    clash is said in one line."""
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(tmp_path / "b"), "--",
+                        interp_python, str(ROOT / "scripts" / "gpu" / "with_tritonparse.py"), str(tmp_path / "tp"),
+                        str(ROOT / "tests" / "data" / "trace" / PROGRAM)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+                       env={**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"},
+                            "PYTHONPATH": tritonparse_path})
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert 'tritonparse events: {"compilation": 3}' in p.stderr
+    clash = [ln for ln in p.stderr.splitlines() if "single slot" in ln]
+    assert len(clash) == 1 and "tritonparse" in clash[0]
+    assert sorted(c["id"] for c in json.loads(p.stdout)["cases"]) == sorted(COMPILES)
