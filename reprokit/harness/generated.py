@@ -131,6 +131,30 @@ def load_generated(kernels_dir: str, file: str, helpers: list, compile_only: boo
     return mod
 
 
+def preload(plan: dict, kernels_dir: str, log=print) -> list:
+    """Compile-only, before the runner forks: load the plan's generated modules (and with them the
+    carried helpers, and the torch they import), so that each case's process starts with them, as
+    runner._preload_kernels does for kernel files; importing torch costs a case seconds. A module
+    that fails to load here is left to its cases, which say why. Returns the files loaded."""
+    if plan.get("mode") == "gpu":
+        return []
+    done = []
+    for c in plan["cases"]:
+        file = c["kernel"]["file"] if c.get("kind") == "generated" else None
+        if file is None or file in done:
+            continue
+        standin.ensure_torch()
+        if not standin.active_is_standin():
+            standin.install_driver(plan["profile"])
+        try:
+            load_generated(kernels_dir, file, c["generated"].get("helpers") or [])
+        except Exception as e:  # noqa: BLE001 - its cases load it again and record why it fails
+            log(f"{file}: not loaded before forking ({type(e).__name__}); its cases load it themselves")
+            continue
+        done.append(file)
+    return done
+
+
 def _value(v):
     """A recorded constant back to what the ASTSource had: a dtype by name, else the plain value."""
     if isinstance(v, dict) and "dtype" in v:

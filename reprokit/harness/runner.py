@@ -24,7 +24,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, callcase, compat, oracle, reproducer, rows, write_json
+from reprokit.harness import FORMAT, callcase, compat, generated, oracle, reproducer, rows, write_json
 from reprokit.harness import case as case_mod
 from reprokit.harness.toolbox import load_module
 
@@ -304,7 +304,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         write_json(os.path.join(out_dir, "plan.json"), plan)
 
     t_load = time.perf_counter()
-    loaded = _preload_kernels(plan, kernels_dir)
+    loaded = _preload_kernels(plan, kernels_dir) + generated.preload(plan, kernels_dir, log)
     if loaded:
         log(f"kernel modules loaded before forking ({', '.join(loaded)}): {time.perf_counter() - t_load:.2f} s")
     try:
