@@ -48,6 +48,8 @@ def test_generated_kernels_are_cases_held_to_the_programs_compile(tmp_path, inte
         assert "found by its Triton cache key" in rec["reproduced"]["reason"] and "ptxas" not in rec
     tj = json.loads((root / "trace" / "trace.json").read_text())
     assert tj["cases"] == [] and tj["generated"] == list(COMPILES) and tj["missed"] == []
+    # loaded once before the cases' processes forked (with the torch its helpers import)
+    assert "kernel modules loaded before forking (generated/cgxkernels.py)" in (root / "logs" / "harness.log").read_text()
     # The module travelled with the helpers it imports from torch._inductor, verbatim.
     kernels = root / "kernels" / "generated"
     p = subprocess.run([interp_python, "-c", "import torch._inductor.runtime.triton_helpers as h; print(h.__file__)"],
