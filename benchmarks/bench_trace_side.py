@@ -58,7 +58,7 @@ def has_tritonparse(python: str) -> bool:
 
 def contenders(python: str, program: list, gpu: str, scratch: Path, with_tp: bool) -> dict:
     """name -> (argv, folder to clear before each run)."""
-    out = {"plain": ([python, *program], None)}
+    out: dict = {"plain": ([python, *program], None)}
     for tensors in ("none", "small"):
         folder = scratch / f"reprokit-{tensors}"
         out[f"reprokit-{tensors}"] = ([sys.executable, "-m", "reprokit", "trace", "--json", "--gpu", gpu,
@@ -92,15 +92,16 @@ def main() -> int:
         args.python = str(interpreter_python(HostEnv.from_environ(os.environ)))
     with_tp = has_tritonparse(args.python)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    if not detect()[0]:
-        env["TRITON_INTERPRET"] = "1"  # as `reprokit trace` runs a program without a GPU
+    # Without a GPU the plain and tritonparse runs go under the interpreter, as `reprokit trace`
+    # runs the program itself; reprokit's own runs never get it (its capture would inherit it).
+    interpret = not detect()[0]
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     scratch = Path(tempfile.mkdtemp(prefix="bench-trace-side-"))
     try:
         runs = contenders(args.python, program, args.gpu, scratch, with_tp)
         print(f"bench-trace: {' '.join(program)} with {args.python}; contenders: {', '.join(runs)}"
               + ("" if with_tp else " (tritonparse is not importable there: skipped)"))
-        _run(runs["plain"][0], env, ROOT)  # warm-up: Triton's and Inductor's caches, the file cache
+        _run(runs["plain"][0], {**env, "TRITON_INTERPRET": "1"} if interpret else env, ROOT)  # warm-up: the caches
         times: dict = {name: [] for name in runs}
         phases: dict = {name: {"program": [], "capture": []} for name in runs if name.startswith("reprokit")}
         for r in range(args.rounds):
@@ -110,7 +111,8 @@ def main() -> int:
                 argv, folder = runs[name]
                 if folder is not None and folder.exists():
                     shutil.rmtree(folder)
-                t, p = _run(argv, env, ROOT)
+                own = {**env, "TRITON_INTERPRET": "1"} if interpret and not name.startswith("reprokit") else env
+                t, p = _run(argv, own, ROOT)
                 if p.returncode != 0 and not (name.startswith("reprokit") and p.returncode == 7):
                     _fail(name, p)
                 times[name].append(t)
