@@ -13,7 +13,8 @@
 # beside the checkout: docs/offline.md's wheelhouse plus tritonparse's wheel
 #   reprokit wheelhouse --out wheels --python-version 3.12 --platform manylinux_2_28_x86_64 \
 #       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --extras test
-#   pip download tritonparse==0.6.0 --no-deps --python-version 3.12 --only-binary :all: -d wheels
+#   pip download tritonparse==0.6.0 zstandard --no-deps --python-version 3.12 \
+#       --platform manylinux_2_17_x86_64 --only-binary :all: -d wheels   (zstandard: tritonparse's one need on import)
 # SKIP_BENCH=1 leaves the side by side out (about 4 of the 10 minutes); TRITON_NEW=<folder> adds
 # the 3.8+ autotuning-listener run with a carried Triton (below).
 set -uo pipefail
@@ -27,7 +28,7 @@ make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELS" PYTHON=
     || { tail -30 "$OUT/logs/install.log"; exit 3; }
 RK=.reprokit/host-local/bin/reprokit
 TP=$PWD/.reprokit/tritonparse  # tritonparse for the program's python, kept out of its site-packages
-"$PY" -m pip install -q --no-index --find-links "$WHEELS" --no-deps --target "$TP" tritonparse==0.6.0 \
+"$PY" -m pip install -q --no-index --find-links "$WHEELS" --no-deps --target "$TP" tritonparse==0.6.0 zstandard \
     >"$OUT/logs/tritonparse-install.log" 2>&1 || say "tritonparse: not installed (see logs/tritonparse-install.log)"
 say "$("$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
 
