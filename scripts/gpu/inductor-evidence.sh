@@ -15,8 +15,9 @@
 #       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --extras test
 #   pip download tritonparse==0.6.0 zstandard --no-deps --python-version 3.12 \
 #       --platform manylinux_2_17_x86_64 --only-binary :all: -d wheels   (zstandard: tritonparse's one need on import)
-# SKIP_BENCH=1 leaves the side by side out (about 4 of the 10 minutes); TRITON_NEW=<folder> adds
-# the 3.8+ autotuning-listener run with a carried Triton (below).
+# STEPS=bundles,coexist,bench (the default: all) picks steps, so that the work can be split over
+# two device commands of 10 minutes; TRITON_NEW=<folder> adds the 3.8+ autotuning-listener run
+# with a carried Triton (below).
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the results}
 WHEELS=${WHEELS:-wheels}
@@ -32,7 +33,8 @@ TP=$PWD/.reprokit/tritonparse  # tritonparse for the program's python, kept out 
     >"$OUT/logs/tritonparse-install.log" 2>&1 || say "tritonparse: not installed (see logs/tritonparse-install.log)"
 say "$("$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
 
-for m in mlp attention norms; do
+STEPS=",${STEPS:-bundles,coexist,bench},"
+for m in $([[ $STEPS == *,bundles,* ]] && echo mlp attention norms); do
     timeout 170 "$RK" trace --gpu h100 --out "$OUT/bundles" --json -- "$PY" "scripts/gpu/compile_$m.py" \
         >"$OUT/logs/trace-$m.json" 2>"$OUT/logs/trace-$m.err"
     say "trace $m: exit $?  ($(grep -h 'vs eager' "$OUT/logs/trace-$m.err" | tail -1))"
@@ -43,12 +45,14 @@ for m in mlp attention norms; do
     say "replay $m: exit $?"
 done
 
+if [[ $STEPS == *,coexist,* ]]; then
 PYTHONPATH="$TP" timeout 150 "$RK" trace --gpu h100 --out "$OUT/coexist" --json -- \
     "$PY" scripts/gpu/with_tritonparse.py "$OUT/coexist/tritonparse" scripts/gpu/compile_mlp.py \
     >"$OUT/logs/coexist.json" 2>"$OUT/logs/coexist.err"
 say "coexist: exit $?; $(grep -h 'tritonparse events' "$OUT/logs/coexist.err" | tail -1); reprokit cases: $(
     "$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))' "$OUT/logs/coexist.json" 2>/dev/null)"
-grep -h "single slot\|already set" "$OUT/logs/coexist.err" | head -3 | tee -a "$OUT/summary.txt"
+grep -h "single slot" "$OUT/logs/coexist.err" | head -3 | tee -a "$OUT/summary.txt"
+fi
 
 # Triton 3.8+'s autotuning listener, on the GPU: a carried Triton (TRITON_NEW: a folder whose
 # triton/ is an unpacked 3.8 or 3.9 wheel, stripped as ARCHITECTURE.md says the 3.0 one was, with
@@ -63,7 +67,7 @@ if [ -n "${TRITON_NEW:-}" ]; then
         | tee -a "$OUT/summary.txt"
 fi
 
-if [ -z "${SKIP_BENCH:-}" ]; then
+if [[ $STEPS == *,bench,* ]]; then
     PYTHONPATH="$TP" timeout 250 .reprokit/host-local/bin/python benchmarks/bench_trace_side.py --python "$PY" \
         --rounds 5 --out "$OUT/bench" -- scripts/gpu/compile_norms.py >"$OUT/logs/bench.txt" 2>&1
     say "bench: exit $?"
