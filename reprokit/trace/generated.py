@@ -37,6 +37,11 @@ def launches(records) -> dict:
 def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: tuple) -> list:
     """Plan cases of the generated kernels (ids not in `taken`)."""
     ran = launches(records)
+    counts: dict = {}  # cache key -> launches, summed over the program's processes
+    for r in records:
+        if r["type"] == "generated_launches":
+            for k, n in r["launches"].items():
+                counts[k] = counts.get(k, 0) + int(n)
     tuned = {}  # (module path, kernel) -> the launch of an autotuned kernel (several configs)
     for r in ran.values():
         if int(r.get("configs") or 0) > 1:
@@ -57,7 +62,8 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
         taken.add(cid)
         src = r.get("source") or {}
         opts = r.get("options") or {}
-        trace = {"generated": r["seq"], "launched": r["key"] in ran, "cache_key": r["key"], "triton": triton,
+        trace = {"generated": r["seq"], "launched": r["key"] in ran, "launches": counts.get(r["key"], 0),
+                 "cache_key": r["key"], "triton": triton,
                  "digests": dict(r.get("digests") or {}), "source": {"line": src.get("line")}}
         tune = tuned.get((src.get("path"), r["kernel"]))
         if tune is not None:

@@ -110,7 +110,11 @@ class _Slot:
 
 
 def check_at_exit() -> None:
-    """Nothing to say at exit: a listener set after ours was chained when it was set (_Slot)."""
+    """At a normal exit: how often each generated kernel launched, by its compile's cache key
+    (a listener set after ours needs no word here: it was chained when it was set, _Slot)."""
+    counts = _STATE.get("launches") if _STATE else None
+    if counts:
+        _STATE["event"]({"type": "generated_launches", "launches": dict(sorted(counts.items()))})
 
 
 def _calls(fn, target) -> bool:
@@ -332,15 +336,26 @@ def _wrap_caching_autotuner(module) -> None:
         return
     original = cls.run
 
+    launches = _STATE.setdefault("launches", {})
+
     def run(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        if not self.__dict__.get("_reprokit_seen") and not kwargs.get("benchmark_run"):
-            self.__dict__["_reprokit_seen"] = True
+        if kwargs.get("benchmark_run"):  # the autotuner timing a config: no launch of the program's
+            return result
+        key = self.__dict__.get("_reprokit_key")
+        if key is None:
             _guarded(_inductor_launch, getattr(self, "fn", None), self)
+            key = self.__dict__["_reprokit_key"] = _launched_key(self)
+        launches[key] = launches.get(key, 0) + 1  # a dict increment per launch: the whole cost
         return result
 
     run.__dict__["_reprokit_wrapped"] = True
     cls.run = run
+
+
+def _launched_key(tuner) -> str:
+    launchers = list(getattr(tuner, "launchers", None) or [])
+    return str(getattr(launchers[0], "cache_hash", None) or "?") if len(launchers) == 1 else "?"
 
 
 def _inductor_launch(tuner) -> None:

@@ -46,6 +46,9 @@ RECORDS = [
      "key": "K1", "configs": 1, "chosen": {"kwargs": {"XBLOCK": 1024}, "num_warps": 4}},
     {"type": "generated_launch", "kernel": "triton_red_fused_1", "source": {"path": "/tmp/ab/cabc.py", "line": 12},
      "key": "K3", "configs": 2, "chosen": {"kwargs": {"XBLOCK": 64}, "num_warps": 8}},
+    # each process's launch counts at its exit, by cache key
+    {"type": "generated_launches", "launches": {"K1": 10, "K3": 4}},
+    {"type": "generated_launches", "launches": {"K3": 1}},
 ]
 
 
@@ -59,6 +62,7 @@ def test_generated_records_become_cases_with_the_chosen_config_marked():
     assert poi["trace"]["launched"] is True and "autotune" not in poi["trace"]
     assert red_a["trace"]["autotune"] == {"configs": 2, "chosen": False} and red_a["trace"]["launched"] is False
     assert red_b["trace"]["autotune"] == {"configs": 2, "chosen": True} and red_b["trace"]["launched"] is True
+    assert [c["trace"]["launches"] for c in cases] == [10, 0, 0, 5]
     assert (red_a["num_warps"], red_a["num_stages"]) == (2, 3) and red_b["num_warps"] == 8
     assert red_b["generated"]["options"] == {"sanitize_overflow": False}  # warps are the case's own
     assert poi["trace"]["digests"] == {"ttir": "a" * 64, "cubin": "b" * 64} and poi["trace"]["triton"] == "3.6.0"
