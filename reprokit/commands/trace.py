@@ -9,12 +9,11 @@ from pathlib import Path
 
 from reprokit.commands import argtypes
 from reprokit.commands._common import harness_error_message, say
-from reprokit.errors import HarnessError, ProgramFailed
+from reprokit.errors import HarnessError, NotFaithful, ProgramFailed
 from reprokit.gpu import choose_gpu
 from reprokit.options import BundleOptions, GpuOptions, Listener
 from reprokit.run.trace import Traced, TraceRequest, trace
 from reprokit.trace import program
-
 
 # statuses that say reprokit, not the compiler, failed to capture what the program compiled
 UNFAITHFUL = ("not_reproduced", "capture_failed")

@@ -17,6 +17,7 @@ from pathlib import Path
 from reprokit.config import GpuProfile
 from reprokit.options import GpuOptions
 from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
+from reprokit.trace import generated
 
 SUITE = "trace"
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
@@ -61,6 +62,8 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
     ids = case_ids(run.specs)
     chosen = chosen_configs(run.specs, run.autotune)
     counts: dict[str, int] = next((r["launches"] for r in run.records if r["type"] == "end"), {})
+    triton = (run.start or {}).get("triton")
+    digests = {r["n"]: r for r in run.records if r["type"] == "digest" and r.get("digests")}
     cases = []
     for s in run.specs:
         opts = s["call"]["options"]
@@ -99,6 +102,8 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
             "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),
             "trace": trace, **gluon,
         })
+    # the kernels the program compiled itself (Inductor's): trace/generated.py
+    cases += generated.cases(run.records, {c["id"] for c in cases}, triton, timeout_s, (DEFAULT_WARPS, DEFAULT_STAGES))
     return Plan.build("trace", SUITE, GpuOptions(profile, "compile-only"), cases, stack=stack,
                       timeout_s=float(timeout_s), kernels=kernels)
 

@@ -14,6 +14,7 @@ import pytest
 
 from reprokit.harness import oracle
 from reprokit.harness.toolbox import ttir_digest
+from reprokit.plan import Plan
 from reprokit.records import CaseRecord
 from reprokit.run.replay import winners
 from reprokit.trace import generated, listen
@@ -71,7 +72,8 @@ def test_generated_records_become_cases_with_the_chosen_config_marked():
 def test_a_plan_of_generated_cases_is_valid_and_a_replay_keeps_the_chosen_configs():
     schema = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
     cases = generated.cases(RECORDS, set(), "3.6.0", 300.0, (4, 3))
-    plan = {"format": 1, "suite": "trace", "mode": "compile-only", "stack": {"name": "trace-x", "triton": "3.6.0"},
+    plan = {"format": 2, "source": "trace", "suite": "trace", "mode": "compile-only",
+            "stack": {"name": "trace-x", "triton": "3.6.0"},
             "profile": {"key": "h100", "name": "H100", "capability": 90, "arch": "sm_90", "sm_count": 132,
                         "smem_per_block": 232448, "mem_bandwidth_gbs": 3350.0, "fp16_tflops": 989.0},
             "timeout_s": 300.0, "cases": cases}
@@ -80,7 +82,7 @@ def test_a_plan_of_generated_cases_is_valid_and_a_replay_keeps_the_chosen_config
     bad["cases"][0]["trace"]["digests"]["ttir"] = "not a digest"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
-    assert [c["id"] for c in winners(plan)["cases"]] == ["triton_poi_fused_0.1", "triton_red_fused_1.2"]
+    assert winners(Plan.from_json(plan)).ids == ["triton_poi_fused_0.1", "triton_red_fused_1.2"]
 
 
 @pytest.mark.parametrize("status", ["not_reproduced", "capture_failed"])
