@@ -141,6 +141,8 @@ bench-gpu-copy:
 .PHONY: bench-trace
 bench-trace: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_trace.py
+	$(VENV)/bin/python benchmarks/bench_trace_side.py $(if $(TRACE_PYTHON),--python $(TRACE_PYTHON)) \
+		$(if $(BENCH_OUT),--out $(BENCH_OUT)) -- $(or $(TRACE_PROGRAM),benchmarks/trace_program.py)
 
 # On a GPU host: each suite baseline timed with the L2 flush on and off and the idle gap at 0 and
 # 3x, to see where each changes the answer (docs/performance.md has the H100's table).

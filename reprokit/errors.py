@@ -135,6 +135,16 @@ class PredicateNotHeld(ReprokitError):
     exit_code = 7
 
 
+class NotFaithful(ReprokitError):
+    """`reprokit trace`: some specialisation the program compiled was not captured faithfully (the
+    capture's IR differs from the program's own compile, reprokit could not recreate it, or the
+    recorder could not describe a kernel the program ran). The bundle is still written, those
+    cases marked `not_reproduced` or `capture_failed` and the misses listed in trace/trace.json;
+    the verb then exits with this."""
+
+    exit_code = 8
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where Ctrl-C's KeyboardInterrupt would be, so that every
     clean-up that runs on Ctrl-C runs on them too; `main()` exits 128 + the signal."""

@@ -19,8 +19,10 @@ from typing import Any, Iterable, Literal, Mapping, get_args
 
 from reprokit.errors import ReprokitError
 
-Status = Literal["ok", "unsupported", "compile_error", "crash", "timeout", "harness_error"]
-Verdict = Literal["tma", "no-tma", "rejected", "crashed", "timeout", "unsupported", "inconclusive", "error"]
+Status = Literal["ok", "unsupported", "compile_error", "crash", "timeout", "harness_error", "not_reproduced",
+                 "capture_failed"]
+Verdict = Literal["tma", "no-tma", "rejected", "crashed", "timeout", "unsupported", "inconclusive", "error",
+                  "not_reproduced", "capture_failed"]
 Mode = Literal["compile-only", "gpu"]
 STATUSES: tuple[str, ...] = get_args(Status)
 VERDICTS: tuple[str, ...] = get_args(Verdict)

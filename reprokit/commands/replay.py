@@ -51,6 +51,9 @@ def add_parser(sub) -> None:
     p.add_argument("bundle", type=existing_file, metavar="BUNDLE", help="a bundle .tgz")
     p.add_argument("--stacks", type=stack_list, default=None, help="stacks from stacks.toml to replay on (default: the bundle's own)")
     p.add_argument("--cases", type=glob_list, default=None, metavar="GLOBS", help="replay only these of the bundle's cases")
+    p.add_argument("--candidates", action="store_true",
+                   help="a traced bundle: also replay the autotune configs the program's autotuner did not choose "
+                        "(by default only the chosen ones)")
     p.add_argument("--executor", choices=EXECUTORS, default="auto")
     p.add_argument("--workers", type=positive_int, default=1, help="cases compiled at once (default 1)")
     p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the new bundles (default bundles/)")
@@ -74,7 +77,7 @@ def run(args) -> int:
         stacks = [local_stack()]
     else:
         stacks = None
-    req = request(bundle, stacks, args.cases)  # what it runs, said (or refused) before anything starts
+    req = request(bundle, stacks, args.cases, candidates=args.candidates)  # what it runs, said (or refused) before anything starts
     gpu = gpu_from_args(args, req.profile, req.mode)
     out = BundleOptions.from_host(args.host, args.out, share=args.share)
     with StackBars([s.name for s in req.stacks], off=args.json) as bars, \

@@ -9,11 +9,14 @@ from pathlib import Path
 
 from reprokit.commands import argtypes
 from reprokit.commands._common import harness_error_message, say
-from reprokit.errors import HarnessError, ProgramFailed
+from reprokit.errors import HarnessError, NotFaithful, ProgramFailed
 from reprokit.gpu import choose_gpu
 from reprokit.options import BundleOptions, GpuOptions, Listener
 from reprokit.run.trace import Traced, TraceRequest, trace
 from reprokit.trace import program
+
+# statuses that say reprokit, not the compiler, failed to capture what the program compiled
+UNFAITHFUL = ("not_reproduced", "capture_failed")
 
 
 def add_parser(sub) -> None:
@@ -24,7 +27,8 @@ def add_parser(sub) -> None:
                     "capture each as a call case (IR at every level, SASS, TMA counts) and pack one bundle. "
                     "With no GPU the program runs under Triton's interpreter (TRITON_INTERPRET=1). A program "
                     f"that fails still gives a bundle of what it launched; trace then exits "
-                    f"{ProgramFailed.exit_code}.",
+                    f"{ProgramFailed.exit_code}; when a specialisation was not captured faithfully (its IR is not the "
+                    f"program's own compile), {NotFaithful.exit_code}.",
         epilog="example: reprokit trace --gpu h100 --out bundles -- python my_kernels.py --size 4096",
     )
     p.add_argument("--gpu", type=argtypes.gpu_profile, default="h100", help="GPU profile to compile for (default h100); on a GPU host it "
@@ -86,4 +90,13 @@ def _report(args, traced: Traced) -> int:
         return ProgramFailed.exit_code
     if results.harness_errors():
         return HarnessError.exit_code
+    unfaithful = [c.id for c in cases if c.status in UNFAITHFUL]
+    if unfaithful:
+        say(f"reprokit: trace: {len(unfaithful)} specialisation(s) not captured faithfully "
+            f"({', '.join(unfaithful[:5])}{', ...' if len(unfaithful) > 5 else ''}): see their status and error")
+    if ran.misses:  # launches or compiles the recorder could not describe: no case holds them
+        say(f"reprokit: trace: {len(ran.misses)} kernel(s) the program ran could not be recorded "
+            f"({', '.join(sorted({m['kernel'] for m in ran.misses})[:5])}): trace/trace.json says why")
+    if unfaithful or ran.misses:
+        return NotFaithful.exit_code
     return 0

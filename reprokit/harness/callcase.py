@@ -141,8 +141,16 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     if prepared.derived is None:
         return {"id": case["id"], "artifacts": {}, **prepared.result}
     d = prepared.derived
+    # loaded where a call case compiles: a traced call starts from the program's own compile
+    from reprokit.harness.generated import seeded
+
+    seeded(case, plan)
     rec = triton_case.compile_case(case, plan, case_dir, d.src, options=d.options)
     rec["call"] = d.spec
+    # a traced call that recorded its program's compile is held to it (not_reproduced when it differs)
+    from reprokit.harness.generated import held_to_program  # noqa: I001 - beside its use, as seeded above
+
+    held_to_program(case, plan, case_dir, rec)
     expect = case.get("expect") or ""
     if expect.startswith("sass:") and "sass" in rec["artifacts"]:  # the oracle judges from the count
         # loaded where a call case compiles, in its own process (triton_case imports Triton).

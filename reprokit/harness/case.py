@@ -1,5 +1,5 @@
 """One case in its own forked process: prepare and compile it by its language (triton_case,
-cudacpp, inductor), launch it on the GPU in GPU mode (launch), and leave its record.
+cudacpp, inductor, generated), launch it on the GPU in GPU mode (launch), and leave its record.
 
 Runs in the child that the runner forks per case. Everything it learns goes to
 `cases/<id>/metadata.json`; a crash or timeout leaves no metadata, and the runner then builds
@@ -16,6 +16,7 @@ from reprokit.harness import (
     callcase,
     callgpu,
     cudacpp,
+    generated,
     inductor,
     launch,
     triton_case,
@@ -32,6 +33,8 @@ def prepare_case(case: dict, plan: dict, kernels_dir: str):
         return kernels_dir
     if case.get("kind") == "call":  # a user's kernel and a call to it: the release's JIT derives the rest
         return callcase.prepare(case, plan, kernels_dir)
+    if case.get("kind") == "generated":  # a kernel the program compiled itself (Inductor's): its recorded ASTSource
+        return generated.prepare(case, plan, kernels_dir)
     return triton_case.prepare(case, kernels_dir)
 
 
@@ -43,6 +46,8 @@ def compile_case(case: dict, plan: dict, case_dir: str, src) -> dict:
         return inductor.compile_case(case, plan, src, case_dir)
     if case.get("kind") == "call":
         return callcase.compile_case(case, plan, case_dir, src)
+    if case.get("kind") == "generated":
+        return generated.compile_case(case, plan, case_dir, src)
     return triton_case.compile_case(case, plan, case_dir, src)
 
 
@@ -79,6 +84,9 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for
 def _on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, rec: dict) -> dict:
     """Launch, check and benchmark the compiled case (reprokit.harness.launch); a failure of the
     harness itself there is kept as the case's GPU result, not lost with the compile's record."""
+    if case.get("kind") == "generated":
+        return {"status": "not_launched", "reason": "a generated kernel is compiled and held to the program's own "
+                                                    "compile; the trace does not record its launch arguments"}
     aot = None
     if "cubin" in rec["artifacts"]:
         with open(os.path.join(case_dir, rec["artifacts"]["cubin"]), "rb") as f:

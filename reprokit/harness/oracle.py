@@ -101,12 +101,19 @@ def scan_all(texts: dict) -> tuple[dict, dict]:
 _DECIDING = ("sass", "ptx", "ttgir")
 
 
+# reprokit could not capture what the program compiled (reprokit.harness.generated): its own
+# verdict, never the compiler's or the kernel's, and never "not met"
+NOT_CAPTURED = ("not_reproduced", "capture_failed")
+
+
 def judge(case: dict, result: dict, gate: dict | None, triton: str | None = None) -> dict:
     """The verdict for one case. `gate` is the result of the case named by `gated_by`, if any;
     `triton` the version that compiled it (which of the case's `reject` rules apply).
 
     Returns {"verdict", "met", "reason"}; `met` is None when the expectation cannot be judged.
     """
+    if result["status"] in NOT_CAPTURED:
+        return _v(result["status"], None, result.get("error") or result["status"])
     if case.get("kind") == "call":
         return judge_call(case, result)
     expect = case.get("expect", "tma")

@@ -169,6 +169,8 @@ class Reproducers:
         case = self.cases.get(case_id)
         if case is None or (case.get("kind") == "call" and not (rec or {}).get("call")):
             return None  # a call refused or unsupported before the JIT derived it: nothing to compile
+        if case.get("kind") == "generated":
+            return None  # its module imports Inductor's runtime: the bundle's case (harness.generated) is its reproducer
         name = callcase.kernel_ref(case)[0] if case.get("kind") == "call" else case["kernel"]["file"]
         if name not in self.sources:
             self.sources[name] = self.read(name)
@@ -180,7 +182,7 @@ class Reproducers:
         the release that made the record; None for a declared call (its specialisation is the
         JIT's: the full reproducer carries it)."""
         case = self.cases.get(case_id)
-        if case is None or case.get("kind") == "call":
+        if case is None or case.get("kind") in ("call", "generated"):
             return None
         name = case["kernel"]["file"]
         if name not in self.sources:

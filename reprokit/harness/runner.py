@@ -24,7 +24,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, callcase, compat, oracle, reproducer, rows, write_json
+from reprokit.harness import FORMAT, callcase, compat, generated, oracle, reproducer, rows, write_json
 from reprokit.harness import case as case_mod
 from reprokit.harness.toolbox import load_module
 
@@ -304,7 +304,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         write_json(os.path.join(out_dir, "plan.json"), plan)
 
     t_load = time.perf_counter()
-    loaded = _preload_kernels(plan, kernels_dir)
+    loaded = _preload_kernels(plan, kernels_dir) + generated.preload(plan, kernels_dir, log)
     if loaded:
         log(f"kernel modules loaded before forking ({', '.join(loaded)}): {time.perf_counter() - t_load:.2f} s")
     try:
@@ -448,7 +448,9 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
         return []
     timeouts = {}  # a probe that hangs is given up after its cases' shortest timeout
     for c in plan["cases"]:
-        if c.get("language", "triton") == "triton" and not compat.missing_requirement(c.get("requires", [])):
+        # a generated kernel's module is loaded with its imports served from the bundle (harness.generated)
+        if c.get("language", "triton") == "triton" and c.get("kind") != "generated" \
+                and not compat.missing_requirement(c.get("requires", [])):
             t = float(c.get("timeout_s") or plan.get("timeout_s") or 300)
             file = callcase.kernel_ref(c)[0] if c.get("kind") == "call" else c["kernel"]["file"]
             timeouts[file] = min(t, timeouts.get(file, t))

@@ -172,6 +172,38 @@ def cubin_digest(cubin: bytes) -> str:
     return elf.digest_without(cubin, (b".debug_line",))
 
 
+_DEBUG = (b".debug", b".rela.debug", b".nv_debug", b".rel.debug")
+
+
+def cubin_code_digest(cubin: bytes) -> str:
+    """sha256 of a cubin's sections by name and content, debug sections left out: the code, its
+    resources and symbols, whatever file the kernel was compiled from. Two compiles of one kernel
+    from modules at two paths differ only in their debug sections (the line table names the file
+    and its mtime, the embedded PTX its path), which also shifts every offset after them; a cubin
+    that is no ELF we read is hashed whole."""
+    parts = elf.sections(cubin)
+    if not parts:
+        return hashlib.sha256(cubin).hexdigest()
+    h = hashlib.sha256()
+    for sec in sorted(parts, key=lambda x: x.name):
+        if sec.name.startswith(_DEBUG):
+            continue
+        body = b"" if sec.kind == elf.SHT_NOBITS else cubin[sec.offset:sec.offset + sec.size]
+        h.update(b"%s %d %d\0" % (sec.name, sec.kind, sec.size))
+        h.update(body)
+    return h.hexdigest()
+
+
+_LOC = re.compile(r"^#loc\d*\s*=.*$|\s*loc\((?:[^()]|\([^()]*\))*\)|\s*loc\(#loc\d*\)", re.M)
+
+
+def ttir_digest(text: str) -> str:
+    """sha256 of TTIR without its source locations (they name the file and line it was compiled
+    from): one kernel compiled from a file at another path gives the same digest."""
+    lines = [ln.rstrip() for ln in _LOC.sub("", text).splitlines() if ln.strip()]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 def _cache_get(cache: str, key: str):
     try:
         with open(os.path.join(cache, key[:2], key + ".sass"), errors="replace") as f:

@@ -91,10 +91,10 @@ def stage(workdir: Path, plan: Plan, kernels: Path, kind: str) -> None:
 
 def copy_kernels(plan: Plan, src: Path, dest: Path) -> list[str]:
     """Copy the kernel sources the plan names (and the suite definition) into dest. A plan of
-    declared or traced calls (kind "call") takes the whole folder: a user's kernel may import
-    the modules beside it."""
+    declared or traced calls (kind "call") or generated kernels takes the whole folder: a user's
+    kernel may import the modules beside it, a generated one its carried helpers."""
     dest.mkdir(parents=True, exist_ok=True)
-    if any(c.kind == "call" for c in plan.cases):
+    if any(c.kind in ("call", "generated") for c in plan.cases):
         names = sorted(p.relative_to(src).as_posix() for p in Path(src).rglob("*")
                        if p.is_file() and "__pycache__" not in p.relative_to(src).parts)
         missing = sorted({c.kernel_file for c in plan.cases} - set(names))

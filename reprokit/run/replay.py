@@ -139,11 +139,25 @@ class Request:
     own: bool                  # on the stack it recorded
 
 
-def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = None) -> Request:
-    """The Request for replaying `bundle` on `stacks` (None: its own), only the `cases` globs;
-    UsageError, before anything runs, for globs that match nothing or a bundle that names no stack."""
+def winners(plan: Plan) -> Plan:
+    """A traced plan without the autotune configs the program's autotuner did not choose
+    (trace.autotune.chosen false) and the generated kernels it compiled only to compare
+    (trace.candidate): what a replay runs unless asked for every candidate."""
+    kept = [c.id for c in plan.cases if ((c.get("trace") or {}).get("autotune") or {}).get("chosen", True)
+            and not (c.get("trace") or {}).get("candidate")]
+    return plan.only(kept) if kept and len(kept) < len(plan.cases) else plan
+
+
+def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = None,
+            candidates: bool = False) -> Request:
+    """The Request for replaying `bundle` on `stacks` (None: its own), only the `cases` globs (of
+    a traced bundle, only its autotuners' chosen configs unless `cases` or `candidates` says
+    otherwise); UsageError, before anything runs, for globs that match nothing or a bundle that
+    names no stack."""
     recorded = Plan.from_json(bundle.plan, where=f"{bundle.root}: plan.json")
     plan = recorded.select(cases, what="the bundle's plan")
+    if cases is None and not candidates:
+        plan = winners(plan)
     chosen = (bundle_stack(bundle.manifest),) if stacks is None else tuple(stacks)
     return Request(bundle, plan, recorded.profile, replay_mode(recorded), chosen, stacks is None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprokit import locks
@@ -21,8 +21,8 @@ from reprokit.options import SILENT, BundleOptions, GpuOptions, HostEnv, Listene
 from reprokit.records import Results
 from reprokit.run.capture import capture
 from reprokit.run.publish import publish
+from reprokit.trace import generated, program
 from reprokit.trace import plan as trace_plan
-from reprokit.trace import program
 
 
 @dataclass(frozen=True)
@@ -76,12 +76,13 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
         ran = program.run(options, scratch / "records", host.child_environ())
         if ran.start is None:
             raise UsageError(f"trace: {command} exited {ran.exit_code} without importing triton: nothing to trace")
-        if not ran.specs:
+        kernels = len(ran.specs) + len(generated.compiled(ran.records))
+        if not kernels:
             # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
             last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
             why = f": {last[:300]}" if ran.exit_code != 0 and last else ""
             raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel{why}")
-        listener.note(f"trace: {len(ran.specs)} specialisation(s) in {ran.seconds:.2f} s; capturing them")
+        listener.note(f"trace: {kernels} specialisation(s) in {ran.seconds:.2f} s; capturing them")
         t0 = time.perf_counter()
         bundle, results, stack = _capture(req, ran, host, scratch)
         return Traced(ran, bundle, results, time.perf_counter() - t0, stack)
@@ -96,6 +97,12 @@ def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch:
     # The extracted kernel files are the plan's whole kernel folder. The capture compiles what
     # the program launched: compile-only, whatever GPU the program ran on.
     plan = trace_plan.build(ran, req.gpu.profile, kernels=scratch / "records" / "kernels")
+    # The program's own compiles, for the capture to start from on the same release
+    # (harness.generated.seeded): the speed of a trace is mostly not compiling everything again.
+    seed = scratch / "seed"
+    seed.mkdir(exist_ok=True)
+    generated.seed(ran.records, seed)
+    host = replace(host, environ={**(host.environ or {}), "REPROKIT_TRACE_SEED": str(seed)})
     executor = LocalExecutor(python=start["python"], host=host)
     # Captured inside the trace's own temporary folder (as `run` does): a user's <out>/<stack>-<gpu>
     # is never touched; a failed harness run's logs are kept as <out>/<stack>-<gpu>.failed.

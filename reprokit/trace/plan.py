@@ -17,6 +17,7 @@ from pathlib import Path
 from reprokit.config import GpuProfile
 from reprokit.options import GpuOptions
 from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
+from reprokit.trace import generated
 
 SUITE = "trace"
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
@@ -61,6 +62,8 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
     ids = case_ids(run.specs)
     chosen = chosen_configs(run.specs, run.autotune)
     counts: dict[str, int] = next((r["launches"] for r in run.records if r["type"] == "end"), {})
+    triton = (run.start or {}).get("triton")
+    digests = {r["n"]: r for r in run.records if r["type"] == "digest" and r.get("digests")}
     cases = []
     for s in run.specs:
         opts = s["call"]["options"]
@@ -80,6 +83,10 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
             trace["tma_fills"] = s["tma_fills"]
         if s.get("autotune"):
             trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
+        if s["n"] in digests:  # the program's own compile, which the capture must match (harness.generated.faithful)
+            trace.update(digests=digests[s["n"]]["digests"], triton=triton)
+            if digests[s["n"]].get("key"):
+                trace["cache_key"] = digests[s["n"]]["key"]
         cases.append({
             "id": ids[s["n"]], "kind": "call", "family": s["kernel"], "control": "call",
             "description": f"{s['kernel']} as {Path(src.get('path') or '?').name}:{src.get('line')} launched it",
@@ -95,6 +102,8 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
             "requires": [], "expect": None, "gated_by": None, "timeout_s": float(timeout_s),
             "trace": trace, **gluon,
         })
+    # the kernels the program compiled itself (Inductor's): trace/generated.py
+    cases += generated.cases(run.records, {c["id"] for c in cases}, triton, timeout_s, (DEFAULT_WARPS, DEFAULT_STAGES))
     return Plan.build("trace", SUITE, GpuOptions(profile, "compile-only"), cases, stack=stack,
                       timeout_s=float(timeout_s), kernels=kernels)
 
@@ -109,11 +118,17 @@ def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
         "interpreter": interpret, "tensors": tensors,
         "triton": (run.start or {}).get("triton"), "torch": (run.start or {}).get("torch"),
         "cases": [ids[s["n"]] for s in run.specs],
+        # the kernels the program compiled itself (Inductor's), as build() names them
+        "generated": [c["id"] for c in generated.cases(run.records, set(ids.values()), None, 1.0,
+                                                        (DEFAULT_WARPS, DEFAULT_STAGES))],
         "autotune": [{"kernel": a["kernel"], "call": a["call"], "configs": a["configs"], "chosen": a["chosen"],
                       "chosen_by": a["chosen_by"],
                       "cases": [ids[s["n"]] for s in run.specs
                                 if (s.get("autotune") or {}).get("call") == a["call"]]} for a in run.autotune],
         "missed": [{"kernel": m["kernel"], "error": m["error"]} for m in run.misses],
+        # 3.8+: what Triton's autotuning listener heard (the best config and every config's timings)
+        "autotune_listener": [{k: r[k] for k in ("kernel", "chosen", "timings", "cache_hit")}
+                              for r in run.records if r["type"] == "autotune_listener"],
         "tensor_files": sorted({f"trace/tensors/{r['file']}" for r in run.records if r["type"] == "tensors"}),
     }
 

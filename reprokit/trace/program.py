@@ -148,7 +148,7 @@ def merge(per_process: list) -> list:
             elif r["type"] == "start":
                 if not any(m["type"] == "start" for m in merged):
                     merged.append(r)
-            elif r["type"] in ("launched", "tensors"):
+            elif r["type"] in ("launched", "tensors", "digest"):
                 if r["n"] in local:
                     merged.append({**r, "n": local[r["n"]]})
             elif r["type"] == "end":

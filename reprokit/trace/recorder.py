@@ -84,6 +84,11 @@ def install() -> None:
 
     _STATE["tmafill"] = tmafill
     tmafill.install(_tensor)  # 3.0-3.3's host-filled descriptors (none on 3.4+)
+    # inside the traced program: Triton's compile listener (3.4+): generated kernels, and digests
+    from reprokit.trace import listen
+
+    listen.install(_event, out, lambda: getattr(_DERIVING, "on", False))
+    _STATE["listen"] = listen
 
 
 def _version(dist: str):
@@ -100,6 +105,8 @@ def _finish() -> None:
     with _LOCK:
         counts = {str(e["n"]): e["launches"] for e in _STATE["seen"].values()}
     _event({"type": "end", "launches": counts})
+    if _STATE.get("listen") is not None:
+        _STATE["listen"].check_at_exit()
 
 
 def _event(rec: dict) -> None:
@@ -120,14 +127,29 @@ def _wrap_run(cls) -> None:
             # tutorial does), never through `run` again: the specialisation is recorded here.
             # Not a warm-up on dtypes alone (`kernel.warmup(torch.float32, ...)` passes
             # MockTensors, 1-element stand-ins): its call would be no launch a replay could make.
+            entry = None
             if not any(type(v).__name__ == "MockTensor" for v in (*args, *kwargs.values())):
-                _see_or_miss(self, lambda: _name(self), args, kwargs, grid, warmup=True)
-            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+                entry = _see_or_miss(self, lambda: _name(self), args, kwargs, grid, warmup=True)
+            listen = _STATE.get("listen")
+            if listen is not None:
+                listen.CURRENT.n = entry["n"] if entry is not None else 0
+            try:
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                if listen is not None:
+                    listen.CURRENT.n = None
         if warmup:  # the derivation's own warm-up of a JIT twin
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         entry = _see_or_miss(self, lambda: _name(self), args, kwargs, grid)
-        return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs),
-                       lambda: getattr(self, "arg_names", ()))
+        listen = _STATE.get("listen")
+        if listen is not None:  # a compile in this launch is this specialisation's: its digests
+            listen.CURRENT.n = entry["n"] if entry is not None else 0  # 0: a @jit launch, nothing new
+        try:
+            return _launch(entry, args, kwargs, lambda: original(self, *args, grid=grid, warmup=warmup, **kwargs),
+                           lambda: getattr(self, "arg_names", ()))
+        finally:
+            if listen is not None:
+                listen.CURRENT.n = None
 
     run._reprokit_wrapped = True
     cls.run = run

@@ -1,0 +1,174 @@
+"""`reprokit trace` of a program that compiles kernels the way Inductor does (a generated module
+importing torch._inductor's runtime helpers, `triton.compile(ASTSource(...))` per config), in the
+interpreter venv (triton 3.6.0, the CPU torch 2.13.0): real compiles in the program, a real
+capture, a real bundle. What must come out is written here by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from reprokit.errors import NotFaithful
+from tests.integration.test_trace import ROOT, interp_python, interp_release, plan_cases, result_cases, trace  # noqa: F401
+
+pytestmark = pytest.mark.triton
+
+PROGRAM = "generated_kernels.py"
+# The compiles generated_kernels.py makes: case id -> (kernel, constants by argument index, num_warps)
+COMPILES = {
+    "triton_poi_fused_gelu_exp_0.1": ("triton_poi_fused_gelu_exp_0", {3: 1024}, 4),
+    "triton_per_fused_amax_softmax_1.1": ("triton_per_fused_amax_softmax_1", {3: 128, 4: 1}, 2),
+    "triton_per_fused_amax_softmax_1.2": ("triton_per_fused_amax_softmax_1", {3: 128, 4: 8}, 8),
+}
+
+
+def test_generated_kernels_are_cases_held_to_the_programs_compile(tmp_path, interp_python):  # noqa: F811
+    code, doc, root = trace(tmp_path, interp_python, PROGRAM)
+    assert code == 0, doc
+    plan, results = plan_cases(root), result_cases(root)
+    assert sorted(plan) == sorted(COMPILES)
+    for cid, (kernel, constants, warps) in COMPILES.items():
+        case = plan[cid]
+        assert case["kind"] == "generated" and case["kernel"] == {"file": "generated/cgxkernels.py", "function": kernel}
+        assert {int(k[0]): v for k, v in case["generated"]["constants"]} == constants
+        assert case["num_warps"] == warps and case["num_stages"] == 1
+        assert case["generated"]["options"] == {"sanitize_overflow": False}
+        assert set(case["trace"]["digests"]) == {"ttir", "cubin"} and case["trace"]["triton"] == "3.6.0"
+        assert case["trace"]["launched"] is False  # compiled ahead of time; nothing runs without a GPU
+        rec = results[cid]
+        assert rec["status"] == "ok", rec
+        assert rec["reproduced"]["same"] is True and rec["reproduced"]["checked"] == ["cubin", "ttir"]
+        # the capture started from the program's own compile: Triton found it by its cache key
+        assert "found by its Triton cache key" in rec["reproduced"]["reason"] and "ptxas" not in rec
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["cases"] == [] and tj["generated"] == list(COMPILES) and tj["missed"] == []
+    # loaded once before the cases' processes forked (with the torch its helpers import)
+    assert "kernel modules loaded before forking (generated/cgxkernels.py)" in (root / "logs" / "harness.log").read_text()
+    # The module travelled with the helpers it imports from torch._inductor, verbatim.
+    kernels = root / "kernels" / "generated"
+    p = subprocess.run([interp_python, "-c", "import torch._inductor.runtime.triton_helpers as h; print(h.__file__)"],
+                       capture_output=True, text=True, check=True)
+    original = p.stdout.strip()
+    assert (kernels / "_inductor_runtime" / "triton_helpers.py").read_bytes() == open(original, "rb").read()
+    assert (kernels / "_inductor_runtime" / "triton_compat.py").is_file()
+    # The IR is the program's own compile: its locations name the module where the program (or an
+    # earlier run, whose compile Triton's cache gave it) wrote it, not the bundle's copy.
+    ttir = (root / results["triton_poi_fused_gelu_exp_0.1"]["artifacts"]["ttir"]).read_text()
+    assert "__nv_erff" in ttir and 'cgxkernels.py"' in ttir and 'loc("kernels/generated/' not in ttir
+
+
+def run_trace(tmp_path, python: str, *program_args: str) -> subprocess.CompletedProcess:
+    """`reprokit trace --json` of the program with arguments of its own."""
+    return subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(tmp_path / "b"), "--",
+                           python, str(ROOT / "tests" / "data" / "trace" / PROGRAM), *program_args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+
+
+def test_a_listener_of_the_program_and_reprokits_both_see_every_compile(tmp_path, interp_python):  # noqa: F811
+    p = run_trace(tmp_path, interp_python, "--listener")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "own listener saw 3" in p.stderr  # the program's stdout goes to stderr under --json
+    clash = [ln for ln in p.stderr.splitlines() if "single slot" in ln]
+    assert len(clash) == 1 and "own_listener" in clash[0]
+    assert len(json.loads(p.stdout)["cases"]) == 3
+
+
+def test_a_module_patched_in_the_program_is_not_reproduced_never_a_compile_error(tmp_path, interp_python):  # noqa: F811
+    p = run_trace(tmp_path, interp_python, "--patch")
+    assert p.returncode == NotFaithful.exit_code, p.stderr[-3000:]
+    assert "not captured faithfully (triton_poi_fused_gelu_exp_0.1)" in p.stderr
+    with tarfile.open(json.loads(p.stdout)["bundle"]) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (root,) = (tmp_path / "unpacked").iterdir()
+    results = result_cases(root)
+    bad = results["triton_poi_fused_gelu_exp_0.1"]
+    assert bad["status"] == "not_reproduced" and bad["verdict"] == "not_reproduced" and bad["met"] is None
+    assert bad["reproduced"] == {"same": False, "checked": ["cubin", "ttir"], "reason": bad["error"]}
+    assert "ttir" in bad["error"] and "cubin" in bad["error"]
+    # the kernels the patch did not touch are still the program's own
+    assert [results[c]["status"] for c in ("triton_per_fused_amax_softmax_1.1", "triton_per_fused_amax_softmax_1.2")] \
+        == ["ok", "ok"]
+
+
+def test_real_inductor_output_is_traced_and_compiles_from_the_bundle_on_another_release(tmp_path, interp_python,  # noqa: F811
+                                                                                       stack_ready):
+    """tests/data/trace/inductor_cpu.py: torch.compile's own generated module (its heuristics
+    decorators and hints, triton_helpers, libdevice), compiled for sm_90 by Inductor's autotuner.
+    Traced, every kernel is the program's own; replayed compile-only on Triton 3.5 from the bundle
+    alone (the carried helpers, no seed), every kernel compiles there, and nothing is reprokit's failure."""
+    stack_ready("triton-3.5-cu130")
+    code, doc, root = trace(tmp_path, interp_python, "inductor_cpu.py")
+    assert code == 0, doc
+    plan, results = plan_cases(root), result_cases(root)
+    assert plan and {c["kind"] for c in plan.values()} == {"generated"}
+    (module,) = {c["kernel"]["file"] for c in plan.values()}
+    text = (root / "kernels" / module).read_text()
+    assert "@triton_heuristics." in text and "from torch._inductor.runtime" in text  # as Inductor wrote it
+    assert {r["status"] for r in results.values()} == {"ok"}
+    assert all(r["reproduced"]["same"] is True for r in results.values())
+    out = tmp_path / "replayed"
+    p = subprocess.run([sys.executable, "-m", "reprokit", "replay", doc["bundle"], "--stacks", "triton-3.5-cu130",
+                        "--executor", "venv", "--out", str(out), "--json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=900, check=False)
+    assert p.returncode in (0, 1), p.stderr[-3000:]  # 1: the IR moved between the releases
+    (bundle,) = out.glob("triton-3.5-cu130-*.tgz")
+    with tarfile.open(bundle) as tar:
+        tar.extractall(tmp_path / "replay", filter="data")
+    (again,) = (tmp_path / "replay").iterdir()
+    replayed = result_cases(again)
+    assert sorted(replayed) == sorted(results)
+    for r in replayed.values():
+        assert r["status"] == "ok", r
+        assert r["reproduced"]["same"] is None  # another release: not held to 3.6's digests
+        ttir = (again / r["artifacts"]["ttir"]).read_text()
+        assert 'loc("kernels/generated/' in ttir and "reprokit-generated-test" not in ttir
+
+
+def test_under_3_9s_interpreter_no_autotuning_listener_is_set(tmp_path, interp_release):  # noqa: F811
+    """Triton 3.8+ tells an autotuning listener the config its autotuner chose; under 3.9's
+    interpreter the autotuner, to call one, looks for a JITFunction under the InterpretedFunction
+    and raises. So the recorder sets none there: several.py's autotuned `add` runs, and the
+    choice is what the program launched (the H100 run hears the listener: scripts/gpu/)."""
+    python = interp_release("3.9.0")
+    code, doc, root = trace(tmp_path, python, "several.py")
+    assert code == 0, doc
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["autotune_listener"] == []
+    (tuned,) = tj["autotune"]
+    assert tuned["kernel"] == "add" and tuned["chosen"]["kwargs"] == {"BLOCK": 32}
+
+
+@pytest.fixture(scope="session")
+def tritonparse_path(tmp_path_factory, interp_python):  # noqa: F811
+    """tritonparse 0.6.0 (and zstandard, its one need on import) from the package index, in a
+    folder of their own beside the interpreter venv's CPU triton (its other requirements would
+    pull a CUDA torch); skipped without a package index."""
+    target = tmp_path_factory.mktemp("tritonparse")
+    p = subprocess.run([interp_python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                        "tritonparse==0.6.0", "zstandard"], capture_output=True, text=True, timeout=600, check=False)
+    if p.returncode != 0:
+        pytest.skip(f"tritonparse 0.6.0 could not be installed: {p.stderr.strip()[-300:]}")
+    return str(target)
+
+
+def test_tritonparse_and_reprokit_both_get_every_compile(tmp_path, interp_python, tritonparse_path):  # noqa: F811
+    """tritonparse's structured logging (its defaults, launch tracing on) in the traced program:
+    it sets Triton's compile listener after reprokit did; both hear all three compiles, and the
+    clash is said in one line."""
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(tmp_path / "b"), "--",
+                        interp_python, str(ROOT / "scripts" / "gpu" / "with_tritonparse.py"), str(tmp_path / "tp"),
+                        str(ROOT / "tests" / "data" / "trace" / PROGRAM)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+                       env={**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"},
+                            "PYTHONPATH": tritonparse_path})
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert 'tritonparse events: {"compilation": 3}' in p.stderr
+    clash = [ln for ln in p.stderr.splitlines() if "single slot" in ln]
+    assert len(clash) == 1 and "tritonparse" in clash[0]
+    assert sorted(c["id"] for c in json.loads(p.stdout)["cases"]) == sorted(COMPILES)
