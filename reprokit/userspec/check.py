@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +43,8 @@ EXPECT = re.compile(r"^(?:tma|no-tma|sass:[A-Z][A-Z0-9_.]*|regs<=[0-9]+|smem<=[0
 MAX_DIMS = 8
 # What a project's kernels may hold: they travel in every bundle.
 MAX_KERNEL_FILES, MAX_KERNEL_BYTES = 500, 20 * 10**6
+# One project file (a kernel, a helper module, a Dockerfile): a source, never data.
+MAX_FILE_BYTES = 4 * 10**6
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,11 @@ def _check_stacks_and_gpus(project: Project, lines: Lines, rep: Findings) -> Non
         at = lines.table(f"stacks.{name}")
         if not isinstance(t.get("triton"), str):
             rep.add(at, f"stack {name!r} has no 'triton' pin (a version, e.g. \"3.6.0\")")
-        if "dockerfile" in t and not (isinstance(t["dockerfile"], str) and (project.root / t["dockerfile"]).is_file()):
+        why = isinstance(t.get("dockerfile"), str) and os.path.lexists(project.root / t["dockerfile"]) \
+            and file_problem(project, project.root / t["dockerfile"], f"stack {name!r}: dockerfile {t['dockerfile']!r}")
+        if why:
+            rep.add(lines.key(f"stacks.{name}", "dockerfile"), why)
+        elif "dockerfile" in t and not (isinstance(t["dockerfile"], str) and (project.root / t["dockerfile"]).is_file()):
             rep.add(lines.key(f"stacks.{name}", "dockerfile"), f"stack {name!r}: dockerfile {t['dockerfile']!r} "
                                                                 f"does not exist (relative to {project.root})")
     for name, g in gpus.items():
@@ -157,51 +165,108 @@ def _positive_number(v) -> bool:
 
 # --- kernels: which files travel, under which names ---------------------------------------------
 
+def inside(project: Project, path: Path) -> Path | None:
+    """`path` with every symlink resolved, when that lies inside the project's folder; else None.
+    Only the project's own files may travel: an absolute path, a `../` or a link out of the folder
+    would pack whatever the user can read (a credentials file, /etc/passwd) into a bundle."""
+    root = project.root.resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+    return real if real == root or real.is_relative_to(root) else None
+
+
+def file_problem(project: Project, path: Path, what: str) -> str | None:
+    """Why `path` may not travel as a project file (None when it may): it must resolve inside the
+    project, be a regular file, and stay under MAX_FILE_BYTES."""
+    real = inside(project, path)
+    if real is None:
+        return f"{what} resolves outside the project folder {project.root} (a bundle carries only the project's own files)"
+    try:
+        st = real.stat()
+    except OSError as e:
+        return f"{what} cannot be read: {e.strerror or e}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{what} is not a regular file"
+    if st.st_size > MAX_FILE_BYTES:
+        return f"{what} is {st.st_size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 10**6} MB a project file may have"
+    return None
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """Every entry of a kernels folder that is not a folder, symlinks included (judged, not followed
+    into), hidden files, caches and bytecode left out."""
+    out = []
+    for top, dirs, names in os.walk(folder, followlinks=False):
+        rel = Path(top).relative_to(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__"
+                         and not (Path(top) / d).is_symlink())
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        out += [Path(top) / n for n in names if not n.startswith(".") and not n.endswith(".pyc")]
+    return sorted(out)
+
+
 def _kernel_entries(project: Project, meta: dict, lines: Lines, rep: Findings) -> list:
     """[(path, is folder)] of [project] kernels (folders or files relative to reprokit.toml);
     fills rep.sources with every file they hold, by the name it gets in the bundle's kernels/."""
     raw = meta.get("kernels")
+    at = lines.key("project", "kernels") if raw is not None else 1
     if raw is None:
-        # Unsaid: the folders of the cases' kernel files.
+        # Unsaid: the folders of the cases' kernel files (those inside the project: a case whose
+        # kernel lies outside is told so by its own line).
         folders = set()
         for c in project.cases:
             ref = c.get("kernel") if isinstance(c, dict) else None
             if isinstance(ref, str) and ":" in ref:
                 p = (project.root / ref.rsplit(":", 1)[0]).parent
-                if p.is_dir():
-                    folders.add(p.resolve())
+                real = inside(project, p)
+                if real is not None and real.is_dir():
+                    folders.add(real)
         entries = [(p, True) for p in sorted(folders)]
     elif not isinstance(raw, list) or not all(isinstance(k, str) and k for k in raw):
-        rep.add(lines.key("project", "kernels"), "kernels must be a list of folders or files, e.g. [\"kernels/\"]")
+        rep.add(at, "kernels must be a list of folders or files, e.g. [\"kernels/\"]")
         return []
     else:
         entries = []
         for k in raw:
             p = (project.root / k)
-            if not p.exists():
-                rep.add(lines.key("project", "kernels"), f"kernels names {k!r}, which does not exist "
-                                                        f"(relative to {project.root})")
-            elif p.is_dir() or p.is_file():
-                entries.append((p.resolve(), p.is_dir()))
+            if not os.path.lexists(p):
+                rep.add(at, f"kernels names {k!r}, which does not exist (relative to {project.root})")
+            elif inside(project, p) is None:
+                rep.add(at, f"kernels names {k!r}, which resolves outside the project folder {project.root} "
+                            "(a bundle carries only the project's own files)")
+            elif p.is_dir():
+                entries.append((p.resolve(), True))
+            else:
+                why = file_problem(project, p, f"kernels names {k!r}, which")
+                if why:
+                    rep.add(at, why)
+                else:
+                    entries.append((p.resolve(), False))
     for path, is_dir in entries:
-        files = [path] if not is_dir else sorted(
-            f for f in path.rglob("*")
-            if f.is_file() and "__pycache__" not in f.parts
-            and not any(part.startswith(".") for part in f.relative_to(path).parts) and f.suffix != ".pyc")
-        size = sum(f.stat().st_size for f in files)
-        if len(files) > MAX_KERNEL_FILES or size > MAX_KERNEL_BYTES:
-            # Every file travels in every bundle: a folder that holds a venv or data is a mistake.
-            rep.add(lines.key("project", "kernels") if raw is not None else 1,
-                    f"kernels folder {path} holds {len(files)} files, {size / 1e6:.1f} MB (at most {MAX_KERNEL_FILES} "
-                    f"files, {MAX_KERNEL_BYTES // 10**6} MB travel in a bundle): name the kernels' own folder")
-            continue
+        files = [path] if not is_dir else _folder_files(path)
+        good = []   # (the file as listed, the file it resolves to)
         for f in files:
             name = f.name if not is_dir else f.relative_to(path).as_posix()
+            why = file_problem(project, f, f"kernels file {name!r}") if is_dir else None
+            if why:
+                rep.add(at, why)
+            else:
+                good.append((f, f.resolve()))
+        size = sum(real.stat().st_size for _, real in good)
+        if len(good) > MAX_KERNEL_FILES or size > MAX_KERNEL_BYTES:
+            # Every file travels in every bundle: a folder that holds a venv or data is a mistake.
+            rep.add(at, f"kernels folder {path} holds {len(good)} files, {size / 1e6:.1f} MB (at most {MAX_KERNEL_FILES} "
+                        f"files, {MAX_KERNEL_BYTES // 10**6} MB travel in a bundle): name the kernels' own folder")
+            continue
+        for f, real in good:
+            name = f.name if not is_dir else f.relative_to(path).as_posix()
             other = rep.sources.get(name)
-            if other is not None and other != f:
-                rep.add(lines.key("project", "kernels"), f"two kernel files would be {name!r} in the bundle: "
-                                                        f"{other} and {f}")
-            rep.sources.setdefault(name, f)
+            if other is not None and other != real:
+                rep.add(at, f"two kernel files would be {name!r} in the bundle: {other} and {real}")
+            rep.sources.setdefault(name, real)
     return entries
 
 
@@ -246,9 +311,12 @@ def _check_case(project, i, case, lines, rep, entries, defs, seen) -> None:
     else:
         rel, function = ref.rsplit(":", 1)
         file = (project.root / rel)
-        if not file.is_file():
+        outside = os.path.lexists(file) and file_problem(project, file, f"kernel file {rel}")
+        if outside:
+            bad("kernel", outside)
+        elif not file.is_file():
             bad("kernel", f"kernel file {rel} does not exist (relative to {project.root})")
-        elif file.suffix != ".py":
+        elif file.suffix != ".py" or file.resolve().suffix != ".py":
             bad("kernel", f"kernel file {rel} is not a Python file")
         else:
             file = file.resolve()
@@ -436,9 +504,16 @@ def read_kernel(path: Path, name: str):
     except (OSError, UnicodeDecodeError) as e:
         return (str(path), 1, f"cannot read the kernel file: {getattr(e, 'strerror', None) or e}")
     try:
-        tree = ast.parse(text, filename=str(path))
+        return _read_kernel(path, text, name)
     except SyntaxError as e:
         return (str(path), e.lineno or 1, f"the kernel file does not parse: {e.msg}")
+    except (RecursionError, MemoryError):
+        # Python's parser (or a walk of its tree) gives up on expressions nested or chained this deep.
+        return (str(path), 1, "the kernel file nests an expression too deeply for Python to read it")
+
+
+def _read_kernel(path: Path, text: str, name: str):
+    tree = ast.parse(text, filename=str(path))
     top: dict[str, ast.stmt] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
