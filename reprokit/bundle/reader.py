@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from reprokit import limits as bundle_limits
 from reprokit import locks
 from reprokit.bundle import meaning, schemas
 from reprokit.errors import BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists, UsageError
@@ -36,9 +37,10 @@ FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..
 DOCS = ("plan.json", "results.json", "env.json")
 UNLISTED = ("manifest.json", "SHA256SUMS")   # the two files the manifest cannot list
 RECORDS = "results.json (parsed)"             # where _check_contents leaves the typed results
-DEFAULT_MAX_BUNDLE_BYTES = 2 << 30
-DEFAULT_MAX_MEMBER_BYTES = 512 << 20
-DEFAULT_MAX_MEMBERS = 100_000
+# One set of limits with what `trace` writes (reprokit/limits.py).
+DEFAULT_MAX_BUNDLE_BYTES = bundle_limits.MAX_BUNDLE_BYTES
+DEFAULT_MAX_MEMBER_BYTES = bundle_limits.MAX_MEMBER_BYTES
+DEFAULT_MAX_MEMBERS = bundle_limits.MAX_MEMBERS
 # Headers (pax, GNU long names) between two members may take this much; anything larger is
 # read into memory by tarfile before we see it, so it is refused.
 _HEADER_SLACK = 1 << 20
