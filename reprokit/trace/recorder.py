@@ -340,6 +340,10 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
         _STATE["count"] += 1
         n = _STATE["count"]
         entry = {"n": n, "launches": 0 if warmup else 1, "launched": False, "save": _STATE["tensors"] != "none"}
+        if entry["save"]:  # pointers the kernel only writes: kept as zeros, not as uninitialised memory
+            from reprokit.trace.writeonly import write_only
+
+            entry["write_only"] = write_only(k["fn"])
         _STATE["seen"][key] = _STATE["memo"][memo_key] = entry
         if fast is not None:
             _STATE["fast"][fast] = entry
@@ -499,33 +503,39 @@ def _tensor(t) -> dict:
             "strides": [int(x) for x in t.stride()], "align": align}
 
 
-# Size caps for --tensors: small keeps tensors up to 1 MiB each (16 MiB a launch), all up to 1 GiB.
-_CAPS = {"small": (1 << 20, 16 << 20), "all": (1 << 30, 4 << 30)}
-
-
 def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -> None:
-    """The first launch's tensors, before (inputs) and after (outputs), up to the mode's caps,
-    by parameter name (a host descriptor by its base tensor), as a replay binds them."""
+    """The first launch's tensors, before (inputs) and after (outputs), up to the mode's caps
+    (reprokit/limits.py: never more than a bundle reader reads back), by parameter name (a host
+    descriptor by its base tensor), as a replay binds them. A pointer the kernel only writes is
+    kept as zeros among the inputs (`write_only` in the record)."""
     import torch
 
-    each, total = _CAPS[_STATE["tensors"]]
+    from reprokit.limits import TENSOR_CAPS
+
+    each, per_file, whole = TENSOR_CAPS[_STATE["tensors"]]
     tensors = _tensors(args, kwargs, names)
     tensors.update(entry.get("bases") or {})  # a host-filled descriptor by the tensor it points into
     if when == "outputs" and any(t.is_cuda for t in tensors.values()):
         torch.cuda.synchronize()
+    zeroed = sorted(set(tensors) & set(entry.get("write_only") or ())) if when == "inputs" else []
     kept, left, used = {}, [], 0
     for name, t in tensors.items():
         size = t.numel() * t.element_size()
-        if size > each or used + size > total:
+        with _LOCK:
+            fits = size <= each and used + size <= per_file and _STATE.get("tensor_bytes", 0) + size <= whole
+            if fits:
+                _STATE["tensor_bytes"] = _STATE.get("tensor_bytes", 0) + size
+        if not fits:
             left.append(name)
             continue
-        kept[name] = t.detach().to("cpu", copy=True)
+        kept[name] = torch.zeros_like(t, device="cpu") if name in zeroed else t.detach().to("cpu", copy=True)
         used += size
     path = os.path.join(_STATE["out"], "tensors", f"{entry['n']:04d}.{when}.pt")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.save(kept, path)
     _event({"type": "tensors", "n": entry["n"], "when": when, "file": os.path.basename(path),
-            "kept": sorted(kept), "over_cap": sorted(left)})
+            "kept": sorted(kept), "over_cap": sorted(left), "write_only": [n for n in zeroed if n in kept],
+            "bytes": used})
     if when == "outputs":
         entry["save"] = False
         entry.pop("bases", None)
