@@ -223,6 +223,8 @@ class BundleOptions:
     source_date_epoch: int | None = None
     compresslevel: int = COMPRESS_LEVEL
     environ: Mapping[str, str] = field(default_factory=lambda: MappingProxyType(dict(os.environ)))
+    # secret value -> the command-line option it was given to (a traced command's): cut from every file
+    secret_options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def from_host(cls, host: HostEnv, out_dir: Path, **kw: Any) -> BundleOptions:

@@ -19,6 +19,7 @@ import pwd
 import re
 import socket
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from reprokit.harness.redact import MARKER, SECRET_VALUE_PATTERNS, is_secret_name, looks_secret_value
 
@@ -201,17 +202,23 @@ class Scrubber:
 
     @classmethod
     def for_capture(cls, env_doc: dict | None, *, share: bool, environ: dict | None = None,
-                    facts: HostFacts | None = None, keep: frozenset = frozenset(), also: tuple = ()) -> Scrubber:
+                    facts: HostFacts | None = None, keep: frozenset = frozenset(), also: tuple = (),
+                    extra: Mapping[str, str] | None = None) -> Scrubber:
         """Needles from the host environment and env.json; in share mode, rules for host identity.
 
         `keep`: words that are never treated as host or user names (profile keys, stack names,
         case ids), so that a host called `h100` does not blank the profile out of the results.
+        `extra`: more secret values, by what they were (a traced command's `--api-key`).
         """
         environ = dict(environ or {})
         needles: dict[bytes, set[str]] = {}
         for value, names in secret_values(environ, (env_doc or {}).get("env_vars") or {}).items():
             for form in _needle_forms(value):
                 needles.setdefault(form, set()).update(names)
+        for value, what in (extra or {}).items():
+            if _worth_scrubbing(value):
+                for form in _needle_forms(value):
+                    needles.setdefault(form, set()).add(what)
         identities, exact = (), ()
         if share:
             facts = facts or HostFacts.gather(env_doc, environ, also)

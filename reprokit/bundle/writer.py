@@ -36,6 +36,10 @@ _JSON_ROLES = ("plan", "results", "env", "metadata")
 _IR_SUFFIXES = (".ttir", ".ttgir", ".llir", ".ptx", ".sass")
 # Compiler output: secret *values* are still cut from it, secret *shapes* are not searched.
 _NO_SHAPE_ROLES = ("ir", "cubin")
+# Tensors a trace kept (--tensors): the user's own data, which they opted into sending. Packed
+# byte-exact and never scanned: random float bytes hold any short name by chance, and a rewrite
+# would break the archive (docs/trace.md).
+TENSORS = "trace/tensors/"
 _SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COPY_BUFSIZE = 1 << 20
@@ -180,6 +184,7 @@ class _Scrubbed:
         self.share_classes: set[str] = set()
         self.share_files: set[str] = set()
         self.share_binary: set[str] = set()
+        self.unscanned: set[str] = set()
 
     def note(self, path: str, outcome: Outcome, binary: bool) -> None:
         self.variables |= outcome.variables
@@ -247,7 +252,8 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     env_raw = docs["env.json"] if isinstance(docs["env.json"], dict) else None
     # Host identity and secret values are taken before env.json's variables are redacted.
     scrubber = Scrubber.for_capture(env_raw, share=share, environ=options.environ,
-                                    keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],))
+                                    keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],),
+                                    extra=options.secret_options)
     _redact_env_doc(env_raw)
     log = _Scrubbed()
     doc_bytes = {}
@@ -290,7 +296,8 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
         try:
             with open(tmp.path, "wb") as raw:
                 _write_tar(raw, _Pack(name, epoch, options.compresslevel, entries, dirs, doc_bytes, head, share,
-                                      plan, results, env), scrubber, log)
+                                      plan, results, env, sorted(set(options.secret_options.values()))),
+                           scrubber, log)
                 raw.flush()
                 os.fsync(raw.fileno())
         except OSError as e:
@@ -366,6 +373,7 @@ class _Pack:
     plan: dict
     results: dict
     env: dict
+    options: list      # command-line options whose values were cut (trace/trace.json's command)
 
 
 def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
@@ -393,8 +401,9 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
                 data = _read_scrubbed(entry, scrubber, log)
             add(rel, data, entry.role)
         manifest = dict(pack.head)
-        manifest["redaction"] = {"marker": MARKER, "variables": sorted(log.variables | set(env.get("redacted", []))),
-                                 "files": sorted(log.secret_files)}
+        manifest["redaction"] = {"marker": MARKER, "variables": sorted((log.variables | set(env.get("redacted", []))) - set(pack.options)),
+                                 "files": sorted(log.secret_files), "options": pack.options,
+                                 "unscanned": sorted(log.unscanned)}
         manifest["share"] = {"applied": pack.share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
                              "files": sorted(log.share_files), "binary_files": sorted(log.share_binary)}
         add("README.md", readme.render(name, manifest=manifest, results=pack.results, env=env, plan=pack.plan).encode(), "readme")
@@ -425,7 +434,20 @@ def _read_scrubbed(entry: Entry, scrubber: Scrubber, log: _Scrubbed) -> bytes:
             scrubbed, outcome = scrubber.scrub_json(doc)
             log.note(entry.path, outcome, binary=False)
             return dump_json(scrubbed) if outcome.secret or outcome.classes else data
-    binary = b"\0" in data
-    new, outcome = scrubber.scrub(data, binary=binary, shapes=entry.role not in _NO_SHAPE_ROLES)
-    log.note(entry.path, outcome, binary)
+    if entry.path.startswith(TENSORS):
+        log.unscanned.add(entry.path)
+        return data
+    if b"\0" in data:
+        # A binary member (a cubin) is never rewritten: its bytes are what the compiler made, and
+        # filler inside an archive or an ELF can break it. Host identity in it is listed
+        # (share.binary_files); a secret value in it stops the bundle, as it cannot be cut.
+        _, outcome = scrubber.scrub(data, binary=True, shapes=False)
+        if outcome.secret:
+            names = ", ".join(sorted(outcome.variables)) or "a secret-shaped string"
+            raise CaptureInvalid(f"{entry.path}: a binary file holds the value of {names}, which cannot be cut "
+                                 "from it without corrupting it: no bundle written")
+        log.note(entry.path, outcome, binary=True)
+        return data
+    new, outcome = scrubber.scrub(data, binary=False, shapes=entry.role not in _NO_SHAPE_ROLES)
+    log.note(entry.path, outcome, False)
     return new

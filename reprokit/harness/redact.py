@@ -90,3 +90,52 @@ def redact_env(env: dict) -> tuple[dict, list[str]]:
         else:
             out[name] = value
     return out, sorted(names)
+
+
+# Parts of a command-line option's name that say its value is secret (`--api-key`, `--db_password`,
+# `--hf-token`). Plain KEY and AUTH parts do not (`--sort-key`, `--author`, `--auth-method`): an
+# option is not a variable, and those name ordinary settings far more often than secrets.
+_OPTION_WORDS = frozenset({"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pwd",
+                           "apikey", "apikeys", "credential", "credentials", "cookie", "cookies", "passphrase"})
+_OPTION_PAIRS = frozenset({("api", "key"), ("api", "keys"), ("access", "key"), ("access", "keys"),
+                           ("private", "key"), ("private", "keys")})
+# Compound parts that end in a secret word: --authtoken, --hftoken, --dbpassword.
+_OPTION_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "credentials", "credential", "cookie")
+_OPTION_SPLIT = re.compile(r"[-_.]+")
+
+
+def is_secret_option(option: str) -> bool:
+    """True for `--api-key`, `--token`, `--db-password`, `--access_key`; False for `--sort-key`."""
+    parts = [p for p in _OPTION_SPLIT.split(option.lstrip("-").lower()) if p]
+    if any(p in _OPTION_WORDS or p.endswith(_OPTION_ENDINGS) for p in parts):
+        return True
+    return any(pair in _OPTION_PAIRS for pair in zip(parts, parts[1:]))
+
+
+def redact_argv(argv) -> tuple[list, list]:
+    """(argv with secret options' values replaced by MARKER, [(option, value cut)] in argv order).
+
+    `--opt=value` and `--opt value` both count; a following word that is itself an option
+    (`--token --verbose`) is not taken for the value."""
+    out, cut = [], []
+    take = None
+    for word in argv:
+        word = str(word)
+        if take is not None:
+            if word.startswith("--"):
+                take = None
+            else:
+                out.append(MARKER)
+                cut.append((take, word))
+                take = None
+                continue
+        if word.startswith("-") and len(word) > 2 and "=" in word:
+            name, value = word.split("=", 1)
+            if is_secret_option(name) and value:
+                out.append(f"{name}={MARKER}")
+                cut.append((name, value))
+                continue
+        elif word.startswith("--") and len(word) > 2 and is_secret_option(word):
+            take = word
+        out.append(word)
+    return out, cut

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 from reprokit.config import GpuProfile
+from reprokit.harness.redact import MARKER, redact_argv
 from reprokit.options import GpuOptions
 from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
 from reprokit.trace import generated
@@ -108,13 +109,27 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
                       timeout_s=float(timeout_s), kernels=kernels)
 
 
+def cut_secrets(text: str, values) -> str:
+    """`text` with each secret value replaced by MARKER: anywhere when it is long enough to be no
+    word of its own, else only where it stands apart from letters and digits."""
+    for value in sorted(set(values), key=lambda v: (-len(v), v)):
+        if len(value) >= 8:
+            text = text.replace(value, MARKER)
+        elif value:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", MARKER, text)
+    return text
+
+
 def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
-    """trace/trace.json: how the program ran and what the recorder saw, beside the plan."""
+    """trace/trace.json: how the program ran and what the recorder saw, beside the plan. The
+    values of secret-saying options (`--api-key VALUE`) are cut from the command and from the
+    program's stderr; `redacted_options` names the options."""
     ids = case_ids(run.specs)
+    command, cut = redact_argv(argv)
     return {
-        "format": 1, "command": list(argv), "exit_code": run.exit_code,
+        "format": 1, "command": command, "redacted_options": sorted({o for o, _ in cut}), "exit_code": run.exit_code,
         "failed": run.exit_code != 0,
-        "stderr_tail": run.stderr_tail if run.exit_code != 0 else "",
+        "stderr_tail": cut_secrets(run.stderr_tail, [v for _, v in cut]) if run.exit_code != 0 else "",
         "interpreter": interpret, "tensors": tensors,
         "triton": (run.start or {}).get("triton"), "torch": (run.start or {}).get("torch"),
         "cases": [ids[s["n"]] for s in run.specs],
@@ -145,3 +160,29 @@ def write_extras(run, trace_dir: Path, capture_dir: Path, summary_doc: dict) -> 
     tensors = trace_dir / "tensors"
     if tensors.is_dir():
         shutil.copytree(tensors, dest / "tensors")
+
+
+def what_leaves(run, capture_dir: Path) -> list:
+    """One line each on what of the user's own goes into the bundle beside the kernels: the
+    program's source files, the tensors kept (packed byte-exact, never scanned), and any tensor
+    left out because a bundle reader would refuse it (reprokit/limits.py)."""
+    from reprokit.limits import MAX_BUNDLE_BYTES, MAX_MEMBER_BYTES, mib
+
+    lines = []
+    dest = capture_dir / "trace"
+    for folder, what, note in (
+            ("sources", "source file(s) of your program", ""),
+            ("tensors", "tensor file(s) of your program's launches",
+             ": your data, packed byte-exact and not scanned for secrets or host names")):
+        files = sorted(f for f in (dest / folder).rglob("*") if f.is_file()) if (dest / folder).is_dir() else []
+        if files:
+            size = sum(f.stat().st_size for f in files)
+            lines.append(f"trace: the bundle holds {len(files)} {what}, {mib(size) if size >= 1 << 20 else f'{size} bytes'}, "
+                         f"in trace/{folder}/{note}")
+    left = sorted({f"{case_ids(run.specs).get(r['n'], r['n'])}:{name}" for r in run.records
+                   if r["type"] == "tensors" for name in r.get("over_cap") or ()})
+    if left:
+        lines.append(f"trace: left out {len(left)} tensor(s) over what a bundle may hold ({mib(MAX_MEMBER_BYTES)} a file, "
+                     f"{mib(MAX_BUNDLE_BYTES)} in all, --tensors small: 1 MiB each): {', '.join(left[:8])}"
+                     + (" ..." if len(left) > 8 else ""))
+    return lines
