@@ -29,7 +29,7 @@ from typing import Callable, Mapping
 
 from reprokit import limits as bundle_limits
 from reprokit import locks
-from reprokit.bundle import meaning, schemas
+from reprokit.bundle import meaning, schemas, tensorfile
 from reprokit.errors import BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists, UsageError
 from reprokit.records import RecordInvalid, Results
 
@@ -444,6 +444,10 @@ def _check_contents(scan: _Scan) -> tuple[dict, dict, list[str]]:
         else:
             problems += meaning.problems(docs["plan.json"], records, scan.ir)
             docs[RECORDS] = records
+    # The tensors a trace kept, read without torch (zip CRCs, a pickle of tensors only, the shapes
+    # the plan recorded): replay hands them to a program, so a damaged one is a problem here.
+    problems += tensorfile.problems({r: d for r, d in scan.data.items() if r.startswith(tensorfile.PREFIX)},
+                                    docs.get("plan.json"))
     return (manifest if isinstance(manifest, dict) else {}), docs, problems
 
 
@@ -490,7 +494,7 @@ class Report:
 
 def check(path: Path, limits: Limits | None = None) -> Report:
     """verify() with the bundle's sha256, root folder and file count beside the problems."""
-    scan = _scan(Path(path), limits or Limits(), keep=lambda rel: False, write_to=None)
+    scan = _scan(Path(path), limits or Limits(), keep=lambda rel: rel.startswith(tensorfile.PREFIX), write_to=None)
     return Report(Path(path), scan.sha256, scan.root, len(scan.members), tuple(_check_contents(scan)[2]))
 
 
