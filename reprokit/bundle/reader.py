@@ -46,7 +46,6 @@ DEFAULT_MAX_MEMBERS = bundle_limits.MAX_MEMBERS
 _HEADER_SLACK = 1 << 20
 _CHUNK = 1 << 20
 _TAR_BUFSIZE = 64 << 10
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _SUM_LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
 _TYPE_NAMES = {
     tarfile.SYMTYPE: "symbolic link", tarfile.LNKTYPE: "hard link", tarfile.CHRTYPE: "character device",
@@ -60,10 +59,10 @@ def parse_size(text: str | int) -> int:
     """Bytes from '1048576', '512M', '2G', '2GiB' (powers of 1024)."""
     if isinstance(text, int):
         return text
-    m = _SIZE_RE.match(str(text))
-    if not m:
-        raise UsageError(f"{text!r} is not a size (examples: 1048576, 512M, 2G)")
-    return int(m.group(1)) << (10 * " kmgt".index(m.group(2).lower() or " "))
+    try:
+        return bundle_limits.parse_size(text)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
-from reprokit.harness.redact import MARKER, redact_env
+from reprokit.harness.redact import MARKER, cut_values, redact_argv, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
 
 FORMAT = 1
@@ -40,6 +40,7 @@ _NO_SHAPE_ROLES = ("ir", "cubin")
 # byte-exact and never scanned: random float bytes hold any short name by chance, and a rewrite
 # would break the archive (docs/trace.md).
 TENSORS = "trace/tensors/"
+TRACE_DOC = "trace/trace.json"
 _SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COPY_BUFSIZE = 1 << 20
@@ -251,9 +252,12 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     plan_raw = docs["plan.json"] if isinstance(docs["plan.json"], dict) else {}
     env_raw = docs["env.json"] if isinstance(docs["env.json"], dict) else None
     # Host identity and secret values are taken before env.json's variables are redacted.
+    # A traced command's secret options (trace/trace.json, however old the trace that wrote it).
+    traced = _traced_secrets(capture_dir)
+    secret_options = {**{v: o for o, v in traced}, **options.secret_options}
     scrubber = Scrubber.for_capture(env_raw, share=share, environ=options.environ,
                                     keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],),
-                                    extra=options.secret_options)
+                                    extra=secret_options)
     _redact_env_doc(env_raw)
     log = _Scrubbed()
     doc_bytes = {}
@@ -296,7 +300,7 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
         try:
             with open(tmp.path, "wb") as raw:
                 _write_tar(raw, _Pack(name, epoch, options.compresslevel, entries, dirs, doc_bytes, head, share,
-                                      plan, results, env, sorted(set(options.secret_options.values()))),
+                                      plan, results, env, sorted(set(secret_options.values()))),
                            scrubber, log)
                 raw.flush()
                 os.fsync(raw.fileno())
@@ -420,11 +424,42 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
         add("SHA256SUMS", "".join(f"{h}  {p}\n" for p, h in sums).encode(), None)
 
 
+def _traced_secrets(capture_dir: Path) -> list:
+    """[(option, value)] of the secret-saying options in trace/trace.json's command."""
+    try:
+        doc = json.loads((capture_dir / TRACE_DOC).read_bytes())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, RecursionError):
+        return []   # packed as any other file; the trace's own record of a broken program
+    command = doc.get("command") if isinstance(doc, dict) else None
+    if not isinstance(command, list) or not all(isinstance(w, str) for w in command):
+        return []
+    return [(o, v) for o, v in redact_argv(command)[1] if v != MARKER]
+
+
+def _cut_command(data: bytes) -> bytes:
+    """trace/trace.json with the values of secret-saying options cut from its command and from the
+    program's stderr tail, and the options named in redacted_options (unchanged when none)."""
+    doc = json.loads(data)
+    command, cut = redact_argv(doc["command"])
+    cut = [(o, v) for o, v in cut if v != MARKER]
+    if not cut:
+        return data
+    doc["command"] = command
+    if isinstance(doc.get("stderr_tail"), str):
+        doc["stderr_tail"] = cut_values(doc["stderr_tail"], [v for _, v in cut])
+    doc["redacted_options"] = sorted(set(doc.get("redacted_options") or []) | {o for o, _ in cut})
+    return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+
+
 def _read_scrubbed(entry: Entry, scrubber: Scrubber, log: _Scrubbed) -> bytes:
     try:
         data = entry.source.read_bytes()
     except OSError as e:
         raise FileSystemError.of(entry.source, e, "cannot read") from None
+    if entry.path == TRACE_DOC and _traced_secrets(entry.source.parent.parent):
+        data = _cut_command(data)
     if entry.role in _JSON_ROLES and entry.path.endswith(".json"):
         try:
             doc = json.loads(data)

@@ -139,3 +139,14 @@ def redact_argv(argv) -> tuple[list, list]:
             take = word
         out.append(word)
     return out, cut
+
+
+def cut_values(text: str, values) -> str:
+    """`text` with each secret value replaced by MARKER: anywhere when it is long enough to be no
+    word of its own, else only where it stands apart from letters and digits."""
+    for value in sorted(set(values), key=lambda v: (-len(v), v)):
+        if len(value) >= 8:
+            text = text.replace(value, MARKER)
+        elif value:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", MARKER, text)
+    return text

@@ -93,8 +93,15 @@ def write_tensors(bundle, plan: Plan, dest: Path) -> bool:
     line before anything runs. False when the bundle kept none for these cases."""
     listed = []
     if "trace/trace.json" in bundle.data:
-        listed = [f for f in json.loads(bundle.read("trace/trace.json")).get("tensor_files") or []
-                  if isinstance(f, str)]
+        try:
+            summary = json.loads(bundle.read("trace/trace.json"))
+        except (ValueError, RecursionError):
+            summary = None
+        files = summary.get("tensor_files") if isinstance(summary, dict) else None
+        if not isinstance(summary, dict) or not isinstance(files, (list, type(None))):
+            raise BundleUnusable(f"{bundle.root}: trace/trace.json is not the trace record a trace writes "
+                                 "(a JSON object with tensor_files)")
+        listed = [f for f in files or [] if isinstance(f, str)]
     wanted = {f"{TENSORS}{c.trace_n:04d}.{when}.pt" for c in plan.cases
               if c.trace_n is not None for when in ("inputs", "outputs")}
     missing = sorted(f for f in listed if f in wanted and f not in bundle.data)

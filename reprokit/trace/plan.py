@@ -15,7 +15,8 @@ import shutil
 from pathlib import Path
 
 from reprokit.config import GpuProfile
-from reprokit.harness.redact import MARKER, redact_argv
+from reprokit.harness.redact import cut_values, redact_argv
+from reprokit.limits import mib, tensor_caps
 from reprokit.options import GpuOptions
 from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
 from reprokit.trace import generated
@@ -109,17 +110,6 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
                       timeout_s=float(timeout_s), kernels=kernels)
 
 
-def cut_secrets(text: str, values) -> str:
-    """`text` with each secret value replaced by MARKER: anywhere when it is long enough to be no
-    word of its own, else only where it stands apart from letters and digits."""
-    for value in sorted(set(values), key=lambda v: (-len(v), v)):
-        if len(value) >= 8:
-            text = text.replace(value, MARKER)
-        elif value:
-            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", MARKER, text)
-    return text
-
-
 def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
     """trace/trace.json: how the program ran and what the recorder saw, beside the plan. The
     values of secret-saying options (`--api-key VALUE`) are cut from the command and from the
@@ -129,7 +119,7 @@ def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
     return {
         "format": 1, "command": command, "redacted_options": sorted({o for o, _ in cut}), "exit_code": run.exit_code,
         "failed": run.exit_code != 0,
-        "stderr_tail": cut_secrets(run.stderr_tail, [v for _, v in cut]) if run.exit_code != 0 else "",
+        "stderr_tail": cut_values(run.stderr_tail, [v for _, v in cut]) if run.exit_code != 0 else "",
         "interpreter": interpret, "tensors": tensors,
         "triton": (run.start or {}).get("triton"), "torch": (run.start or {}).get("torch"),
         "cases": [ids[s["n"]] for s in run.specs],
@@ -162,11 +152,11 @@ def write_extras(run, trace_dir: Path, capture_dir: Path, summary_doc: dict) -> 
         shutil.copytree(tensors, dest / "tensors")
 
 
-def what_leaves(run, capture_dir: Path) -> list:
+def what_leaves(run, capture_dir: Path, tensors: str, environ) -> list:
     """One line each on what of the user's own goes into the bundle beside the kernels: the
     program's source files, the tensors kept (packed byte-exact, never scanned), and any tensor
     left out because a bundle reader would refuse it (reprokit/limits.py)."""
-    from reprokit.limits import MAX_BUNDLE_BYTES, MAX_MEMBER_BYTES, mib
+    from reprokit.limits import mib, tensor_caps
 
     lines = []
     dest = capture_dir / "trace"
@@ -177,12 +167,12 @@ def what_leaves(run, capture_dir: Path) -> list:
         files = sorted(f for f in (dest / folder).rglob("*") if f.is_file()) if (dest / folder).is_dir() else []
         if files:
             size = sum(f.stat().st_size for f in files)
-            lines.append(f"trace: the bundle holds {len(files)} {what}, {mib(size) if size >= 1 << 20 else f'{size} bytes'}, "
-                         f"in trace/{folder}/{note}")
+            lines.append(f"trace: the bundle holds {len(files)} {what}, {mib(size)}, in trace/{folder}/{note}")
     left = sorted({f"{case_ids(run.specs).get(r['n'], r['n'])}:{name}" for r in run.records
                    if r["type"] == "tensors" for name in r.get("over_cap") or ()})
     if left:
-        lines.append(f"trace: left out {len(left)} tensor(s) over what a bundle may hold ({mib(MAX_MEMBER_BYTES)} a file, "
-                     f"{mib(MAX_BUNDLE_BYTES)} in all, --tensors small: 1 MiB each): {', '.join(left[:8])}"
-                     + (" ..." if len(left) > 8 else ""))
+        each, per_file, whole = tensor_caps(tensors, environ)
+        lines.append(f"trace: left out {len(left)} tensor(s) over what --tensors {tensors} keeps and a bundle reader "
+                     f"reads back ({mib(each)} a tensor, {mib(per_file)} a launch, {mib(whole)} in all): "
+                     f"{', '.join(left[:8])}" + (" ..." if len(left) > 8 else ""))
     return lines

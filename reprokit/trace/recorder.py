@@ -510,9 +510,9 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
     kept as zeros among the inputs (`write_only` in the record)."""
     import torch
 
-    from reprokit.limits import TENSOR_CAPS
+    from reprokit.limits import tensor_caps
 
-    each, per_file, whole = TENSOR_CAPS[_STATE["tensors"]]
+    each, per_file, whole = tensor_caps(_STATE["tensors"], os.environ)
     tensors = _tensors(args, kwargs, names)
     tensors.update(entry.get("bases") or {})  # a host-filled descriptor by the tensor it points into
     if when == "outputs" and any(t.is_cuda for t in tensors.values()):
