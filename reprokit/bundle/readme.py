@@ -124,7 +124,11 @@ def render(name: str, *, manifest: dict, results: dict, env: dict, plan: dict | 
         lines.append(f"Replayed from the bundle with sha256 `{manifest['parent']}`.")
     lines += gpu_check_lines(plan)
     if manifest["share"]["applied"]:
-        lines.append("Shared mode: host name, user name, home paths and GPU serials/UUIDs are replaced by placeholders.")
+        lines.append("Shared mode: host name, user name, home paths and GPU serials/UUIDs are replaced by placeholders"
+                     " in text files (binary files are packed byte-exact).")
+    if manifest["redaction"].get("unscanned"):
+        lines.append(f"{len(manifest['redaction']['unscanned'])} file(s) under trace/tensors/ are the traced program's "
+                     "own tensors, packed byte-exact and not scanned for secrets or host names.")
     lines += [
         "",
         "## Check it",

@@ -405,9 +405,14 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
                 data = _read_scrubbed(entry, scrubber, log)
             add(rel, data, entry.role)
         manifest = dict(pack.head)
-        manifest["redaction"] = {"marker": MARKER, "variables": sorted((log.variables | set(env.get("redacted", []))) - set(pack.options)),
-                                 "files": sorted(log.secret_files), "options": pack.options,
-                                 "unscanned": sorted(log.unscanned)}
+        manifest["redaction"] = {"marker": MARKER,
+                                 "variables": sorted((log.variables | set(env.get("redacted", []))) - set(pack.options)),
+                                 "files": sorted(log.secret_files)}
+        # Said only where there is something to say: a bundle without a trace keeps its bytes.
+        if pack.options:
+            manifest["redaction"]["options"] = pack.options
+        if log.unscanned:
+            manifest["redaction"]["unscanned"] = sorted(log.unscanned)
         manifest["share"] = {"applied": pack.share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
                              "files": sorted(log.share_files), "binary_files": sorted(log.share_binary)}
         add("README.md", readme.render(name, manifest=manifest, results=pack.results, env=env, plan=pack.plan).encode(), "readme")

@@ -156,8 +156,6 @@ def what_leaves(run, capture_dir: Path, tensors: str, environ) -> list:
     """One line each on what of the user's own goes into the bundle beside the kernels: the
     program's source files, the tensors kept (packed byte-exact, never scanned), and any tensor
     left out because a bundle reader would refuse it (reprokit/limits.py)."""
-    from reprokit.limits import mib, tensor_caps
-
     lines = []
     dest = capture_dir / "trace"
     for folder, what, note in (

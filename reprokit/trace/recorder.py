@@ -341,6 +341,7 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
         n = _STATE["count"]
         entry = {"n": n, "launches": 0 if warmup else 1, "launched": False, "save": _STATE["tensors"] != "none"}
         if entry["save"]:  # pointers the kernel only writes: kept as zeros, not as uninitialised memory
+            # inside the traced program: loaded only when tensors are kept.
             from reprokit.trace.writeonly import write_only
 
             entry["write_only"] = write_only(k["fn"])
@@ -510,6 +511,7 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
     kept as zeros among the inputs (`write_only` in the record)."""
     import torch
 
+    # inside the traced program: the reader's limits, under the program's own REPROKIT_MAX_*.
     from reprokit.limits import tensor_caps
 
     each, per_file, whole = tensor_caps(_STATE["tensors"], os.environ)

@@ -75,24 +75,25 @@ def test_redacted_names_listed_never_values(secret_bundle):
     assert "postgres://admin:" not in log and "https://<redacted>@db.internal/simple" in log
 
 
-def test_binary_files_keep_their_length(tmp_path, monkeypatch):
+def test_a_secret_inside_a_binary_file_stops_the_bundle(tmp_path, monkeypatch):
+    """A binary file is never rewritten (filler can break an ELF or an archive): a secret value in
+    one means no bundle at all, one line naming the file, and no partial file left behind."""
     monkeypatch.setenv("HOST_TOKEN", "Zq8Pw3Lm5Nx7Rv2Ts4")
     cap_kwargs = dict(env_vars={"GH_TOKEN": "Zq8Pw3Lm5Nx7Rv2Ts4"})
     path = make_bundle(tmp_path, **cap_kwargs)
     cubin = tmp_path / "capture/cases/tensor_descriptor.p0/kernel.cubin"
     data = cubin.read_bytes()
     _, files = members(path)
-    assert len(files["cases/tensor_descriptor.p0/kernel.cubin"]) == len(data)
-    # Planting the secret inside a cubin: it is overwritten in place, same length.
+    assert files["cases/tensor_descriptor.p0/kernel.cubin"] == data      # byte-exact
     cubin.write_bytes(data[:100] + b"Zq8Pw3Lm5Nx7Rv2Ts4" + data[118:])
     from reprokit.bundle.writer import write_bundle
+    from reprokit.errors import CaptureInvalid
     from reprokit.options import BundleOptions
     from tests.helpers.bundle_tools import ORIGIN
-    again = write_bundle(tmp_path / "capture", ORIGIN, BundleOptions(tmp_path / "again"))
-    _, files = members(again)
-    out = files["cases/tensor_descriptor.p0/kernel.cubin"]
-    assert len(out) == len(data) and b"Zq8Pw3Lm5Nx7Rv2Ts4" not in out
-    assert out[:100] == data[:100] and out[118:] == data[118:]
+    with pytest.raises(CaptureInvalid, match=r"cases/tensor_descriptor.p0/kernel.cubin: a binary file holds the "
+                                             r"value of .*GH_TOKEN"):
+        write_bundle(tmp_path / "capture", ORIGIN, BundleOptions(tmp_path / "again"))
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
 
 
 SHARE = {"hostname": "gpu-node-17.lab.example", "user": "kowalski", "home": "/home/kowalski",
@@ -117,15 +118,20 @@ def test_share_mode_removes_host_identity_everywhere(tmp_path, monkeypatch):
                 "c0ffee123456", "GPU-11112222-3333-4444-5555-666677778888"]
     before = decompressed(plain)
     assert all(x.encode() in before for x in identity)      # the test plants what it then looks for
-    after = decompressed(shared)
-    for x in identity:
-        assert x.encode() not in after, x
-    assert verify(shared) == []
+    _, after = members(shared)
     b = open_bundle(shared)
     share = b.manifest["share"]
+    # Binary files are listed, never rewritten: byte-exact as the capture holds them.
+    assert "cases/tensor_descriptor.p0/kernel.cubin" in share["binary_files"]
+    for rel in share["binary_files"]:
+        assert after[rel] == (tmp_path / "shared/capture" / rel).read_bytes()
+    for rel, data in after.items():
+        if rel not in share["binary_files"]:
+            for x in identity:
+                assert x.encode() not in data, (rel, x)
+    assert verify(shared) == []
     assert share["applied"] is True
     assert set(share["classes"]) == {"hostname", "user", "home", "gpu-uuid", "gpu-serial"}
-    assert "cases/tensor_descriptor.p0/kernel.cubin" in share["binary_files"]
     assert {"cases/tensor_descriptor.p0/kernel.ttgir", "cases/tensor_descriptor.p0/kernel.ptx",
             "logs/harness.log", "env.json"} <= set(share["files"])
     assert "<home>/src/kernels/copy_tensor_descriptor.py" in b.read_text("cases/tensor_descriptor.p0/kernel.ttgir")
