@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import pickle
 import subprocess
 import sys
 import zipfile
@@ -223,6 +222,10 @@ def _x(text: str) -> bytes:
     return b"X" + len(text.encode()).to_bytes(4, "little") + text.encode()
 
 
+def _ints(xs) -> bytes:
+    return b"(" + b"".join(b"J" + x.to_bytes(4, "little") for x in xs) + b"t"
+
+
 def _pt(tensors: dict, *, call: tuple | None = None) -> bytes:
     """A tensor file as torch.save (zip format) writes one, made without torch, opcode by opcode as
     torch writes it (GLOBAL, BINPERSID, REDUCE): {name: (storage class, element size, shape,
@@ -232,11 +235,10 @@ def _pt(tensors: dict, *, call: tuple | None = None) -> bytes:
     else:
         ops = [b"\x80\x02}("]
         for i, (name, (storage, size, shape, strides, data)) in enumerate(sorted(tensors.items())):
-            ints = (lambda xs: b"(" + b"".join(b"J" + x.to_bytes(4, "little") for x in xs) + b"t")
             ops += [_x(name), b"ctorch._utils\n_rebuild_tensor_v2\n(",
                     b"(" + _x("storage") + f"ctorch\n{storage}\n".encode() + _x(str(i)) + _x("cpu")
                     + b"J" + (len(data) // size).to_bytes(4, "little") + b"tQ",
-                    b"K\x00" + ints(shape) + ints(strides), b"\x89ccollections\nOrderedDict\n)RtR"]
+                    b"K\x00" + _ints(shape) + _ints(strides), b"\x89ccollections\nOrderedDict\n)RtR"]
         raw = b"".join(ops) + b"u."
     body = io.BytesIO()
     with zipfile.ZipFile(body, "w", zipfile.ZIP_STORED) as z:
