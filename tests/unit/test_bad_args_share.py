@@ -250,17 +250,19 @@ def _pt(tensors: dict, *, call: tuple | None = None) -> bytes:
     return body.getvalue()
 
 
-def _with_tensors(tmp: Path, data: bytes, name: str = "trace/tensors/0001.inputs.pt") -> Path:
-    """A valid bundle resealed with a tensor file and a traced case 1 whose x_ptr is uint8[64]."""
+def _with_tensors(tmp: Path, data: bytes, name: str = "trace/tensors/0001.inputs.pt",
+                  recorded: dict | None = None) -> Path:
+    """A valid bundle resealed with a tensor file and a traced case 1 whose x_ptr is uint8[64]
+    (or `recorded`)."""
     src = make_bundle(tmp)
+    x_ptr = recorded or {"tensor": [64], "dtype": "uint8", "strides": [1], "align": 16}
 
     def edit(files):
         files[name] = data
 
         def traced(plan):
             plan["cases"][0]["trace"] = {"n": 1}
-            plan["cases"][0]["call"] = {"args": {"x_ptr": {"tensor": [64], "dtype": "uint8", "strides": [1],
-                                                           "align": 16}}, "grid": [1], "options": {}}
+            plan["cases"][0]["call"] = {"args": {"x_ptr": x_ptr}, "grid": [1], "options": {}}
         return edit_json(files, "plan.json", traced)
 
     return reseal(src, tmp / "sealed.tgz", edit)
@@ -301,6 +303,17 @@ def test_a_tensor_unlike_the_recorded_call_is_exit_1(tmp_path):
     assert p.returncode == 1
     assert "trace/tensors/0001.inputs.pt: x_ptr: float32[16] strides [1], but the trace recorded uint8[64] " \
            "strides [1]" in p.stdout, p.stdout
+
+
+def test_a_contiguous_copy_of_a_recorded_view_verifies(tmp_path):
+    """torch copies a view that is not dense (a slice of a wider row) contiguously: sound."""
+    view = {"tensor": [8, 8], "dtype": "uint8", "strides": [16, 1], "align": 16}
+    sound = _pt({"x_ptr": ("ByteStorage", 1, [8, 8], [8, 1], bytes(64))})
+    assert not [p for p in verify(_with_tensors(tmp_path / "a", sound, recorded=view)) if "trace/tensors" in p]
+    odd = _pt({"x_ptr": ("ByteStorage", 1, [8, 8], [1, 8], bytes(64))})     # neither recorded nor contiguous
+    assert [p for p in verify(_with_tensors(tmp_path / "b", odd, recorded=view)) if "trace/tensors" in p] == [
+        "trace/tensors/0001.inputs.pt: x_ptr: uint8[8, 8] strides [1, 8], but the trace recorded uint8[8, 8] "
+        "strides [16, 1]"]
 
 
 def test_a_binary_member_is_packed_byte_exact_under_share(tmp_path, monkeypatch):
