@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.errors import BundleUnusable
+from reprokit.errors import BundleInvalid, BundleUnusable
 from tests.integration.test_trace import PROGRAMS, ROOT, interp_python  # noqa: F401 - the shared venv fixture
 
 pytestmark = pytest.mark.triton
@@ -253,13 +253,18 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
                            cwd=ROOT, capture_output=True, text=True, check=False, timeout=300)
         assert p.returncode == 0, p.stderr
         (tgz,) = (tmp_path / f"{what}-out").glob("*.tgz")
+        if what == "truncated":
+            # a damaged tensor file makes the bundle itself invalid: verify reads every one (issue 26)
+            with pytest.raises(BundleInvalid) as invalid:
+                open_bundle(tgz)
+            assert "not a valid bundle: trace/tensors/0001.inputs.pt: damaged or not a tensor file" in str(invalid.value)
+            continue
         bundle = open_bundle(tgz)
         with pytest.raises(BundleUnusable) as e:
             write_tensors(bundle, Plan.from_json(bundle.plan), tmp_path / f"{what}-staged")
         msg = str(e.value)
         assert "\n" not in msg
-        assert ("0001.inputs.pt are corrupt" in msg) if what == "truncated" else \
-            ("lists the recorded tensors trace/tensors/0003.outputs.pt, which the bundle does not hold" in msg)
+        assert "lists the recorded tensors trace/tensors/0003.outputs.pt, which the bundle does not hold" in msg
         assert not (tmp_path / f"{what}-staged").exists()  # nothing staged from a bundle refused
 
     # the intact bundle stages every file it kept
