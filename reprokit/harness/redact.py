@@ -1,4 +1,5 @@
-"""What counts as a secret: variable names and values that must never leave the machine.
+"""What counts as a secret: variable names, command-line option names and values that must never
+leave the machine.
 
 Used inside the stack by the harness (env.json is redacted where it is taken) and again on the
 host by the bundle writer. Standard library only, Python >= 3.9, no imports from reprokit outside
