@@ -507,8 +507,12 @@ def _tensor(t) -> dict:
 def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -> None:
     """The first launch's tensors, before (inputs) and after (outputs), up to the mode's caps
     (reprokit/limits.py: never more than a bundle reader reads back), by parameter name (a host
-    descriptor by its base tensor), as a replay binds them. A pointer the kernel only writes is
-    kept as zeros among the inputs (`write_only` in the record)."""
+    descriptor by its base tensor), as a replay binds them.
+
+    A pointer the kernel only writes (`write_only` in the record) is not kept as the memory the
+    program handed it (`torch.empty`: old heap bytes): its inputs are written once the launch has
+    shown what it wrote, zeros there and the untouched bytes elsewhere, which the outputs hold
+    anyway, so a replay from them reproduces the outputs whole."""
     import torch
 
     # inside the traced program: the reader's limits, under the program's own REPROKIT_MAX_*.
@@ -519,7 +523,6 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
     tensors.update(entry.get("bases") or {})  # a host-filled descriptor by the tensor it points into
     if when == "outputs" and any(t.is_cuda for t in tensors.values()):
         torch.cuda.synchronize()
-    zeroed = sorted(set(tensors) & set(entry.get("write_only") or ())) if when == "inputs" else []
     kept, left, used = {}, [], 0
     for name, t in tensors.items():
         size = t.numel() * t.element_size()
@@ -530,17 +533,43 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
         if not fits:
             left.append(name)
             continue
-        kept[name] = torch.zeros_like(t, device="cpu") if name in zeroed else t.detach().to("cpu", copy=True)
+        kept[name] = t.detach().to("cpu", copy=True)
         used += size
+    if when == "inputs" and set(kept) & set(entry.get("write_only") or ()):
+        entry["pending"] = (kept, left, used)   # written with the outputs, see above
+        return
+    if when == "outputs" and entry.get("pending"):
+        before, left_before, used_before = entry.pop("pending")
+        wrote = sorted(set(before) & set(entry.get("write_only") or ()))
+        for name in wrote:
+            before[name] = _untouched(before[name], kept.get(name))
+        _write_tensors(entry, "inputs", before, left_before, used_before, wrote)
+    _write_tensors(entry, when, kept, left, used, [])
+    if when == "outputs":
+        entry["save"] = False
+        entry.pop("bases", None)
+
+
+def _untouched(before, after):
+    """`before` where the launch left it as it was, zeros where it wrote (all zeros when the
+    outputs were not kept or the dtype has no integer twin to compare bits with)."""
+    import torch
+
+    twin = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(before.element_size())
+    if after is None or twin is None or after.shape != before.shape:
+        return torch.zeros_like(before)
+    same = before.view(twin) == after.view(twin)   # bit for bit: a NaN left alone is untouched
+    return torch.where(same, before, torch.zeros_like(before))
+
+
+def _write_tensors(entry: dict, when: str, kept: dict, left: list, used: int, write_only: list) -> None:
+    import torch
+
     path = os.path.join(_STATE["out"], "tensors", f"{entry['n']:04d}.{when}.pt")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.save(kept, path)
     _event({"type": "tensors", "n": entry["n"], "when": when, "file": os.path.basename(path),
-            "kept": sorted(kept), "over_cap": sorted(left), "write_only": [n for n in zeroed if n in kept],
-            "bytes": used})
-    if when == "outputs":
-        entry["save"] = False
-        entry.pop("bases", None)
+            "kept": sorted(kept), "over_cap": sorted(left), "write_only": write_only, "bytes": used})
 
 
 def _tensors(args: tuple, kwargs: dict, names=()) -> dict:

@@ -126,7 +126,11 @@ def test_trace_lets_no_secret_out_and_keeps_the_tensors_exact(traced, share, tmp
     want = expected_input()
     assert USER.encode() in want
     inputs, outputs = storages(files["trace/tensors/0001.inputs.pt"]), storages(files["trace/tensors/0001.outputs.pt"])
-    assert sorted(inputs.values()) == sorted([want, bytes(len(want))])
+    # x_ptr as the program made it; out_ptr (torch.empty, only stored to): zeros where the launch
+    # wrote, never the old heap bytes (a byte the launch rewrote with its own value stays it).
+    (x_in,) = [v for v in inputs.values() if v == want]
+    (out_in,) = [v for v in inputs.values() if v is not x_in]
+    assert len(out_in) == len(want) and all(b == 0 or b == w for b, w in zip(out_in, want))
     assert list(outputs.values()) == [want, want]
     assert reprokit("verify", bundle, cwd=tmp_path).returncode == 0
     if share:
@@ -291,3 +295,31 @@ def test_run_and_bundle_let_no_secret_out(tmp_path, venv_stack, traced, share):
         assert out[rel] == traced_files[rel]          # byte-exact, USER in them, under --share too
     assert USER.encode() in out["trace/tensors/0001.inputs.pt"]
     assert json.loads(out["manifest.json"])["redaction"]["options"] == sorted(ARGV_SECRETS)
+
+
+def _named(pt: bytes) -> dict:
+    """parameter -> its storage's bytes, read without torch."""
+    from reprokit.bundle.tensorfile import read
+
+    tensors, _ = read(pt)
+    with zipfile.ZipFile(io.BytesIO(pt)) as z:
+        base = next(n for n in z.namelist() if n.endswith("/data.pkl"))[: -len("data.pkl")]
+        return {name: z.read(f"{base}data/{t.storage.key}") for name, t in tensors.items()}
+
+
+def test_a_write_only_output_keeps_only_what_the_launch_left_alone(tmp_path, interp_python):
+    """Its kept inputs are zeros where the launch wrote and the program's bytes where it did not
+    (which the outputs hold anyway): never the memory the program handed in where the kernel
+    wrote, and a replay from them gives the outputs whole."""
+    import struct
+
+    p = reprokit("trace", "--tensors", "small", "--out", tmp_path / "b", "--", interp_python,
+                 ROOT / "tests" / "data" / "trace" / "partial_write.py", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (bundle,) = (tmp_path / "b").glob("*.tgz")
+    files = members(bundle)
+    ins, outs = _named(files["trace/tensors/0001.inputs.pt"]), _named(files["trace/tensors/0001.outputs.pt"])
+    assert struct.unpack("256f", ins["x_ptr"]) == tuple(float(i) for i in range(256))
+    assert struct.unpack("256f", ins["out_ptr"]) == (0.0,) * 128 + (7.0,) * 128
+    assert struct.unpack("256f", outs["out_ptr"]) == tuple(2.0 * i for i in range(128)) + (7.0,) * 128
+    assert reprokit("verify", bundle, cwd=tmp_path).returncode == 0

@@ -1,0 +1,21 @@
+"""A kernel that only stores to its output, and only to half of it: the other half keeps what the
+program put there (7.0). Usage: partial_write.py"""
+
+import torch
+import triton
+import triton.language as tl
+
+DEVICE = triton.runtime.driver.active.get_active_torch_device()
+
+
+@triton.jit
+def double_head(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+x = torch.arange(256, dtype=torch.float32, device=DEVICE)
+out = torch.full((256,), 7.0, dtype=torch.float32, device=DEVICE)
+double_head[(1,)](x, out, 128, BLOCK=128)
+assert torch.equal(out[:128], 2 * x[:128]) and torch.equal(out[128:], torch.full((128,), 7.0, device=DEVICE))
