@@ -17,6 +17,7 @@ from reprokit import locks
 from reprokit.config import Stack
 from reprokit.errors import FileSystemError, UsageError
 from reprokit.executors.local import LocalExecutor
+from reprokit.harness.redact import cut_values, redact_argv
 from reprokit.options import SILENT, BundleOptions, GpuOptions, HostEnv, Listener, RunOptions
 from reprokit.records import Results
 from reprokit.run.capture import capture
@@ -66,7 +67,7 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
         raise FileSystemError.of(out, e, "cannot create the bundle folder") from None
     options = program.TraceOptions(req.argv, req.gpu.profile.to_dict(), req.interpret, req.tensors,
                                    stdout_to_stderr=req.stdout_to_stderr)
-    command = " ".join(req.argv)
+    command = " ".join(redact_argv(req.argv)[0])  # a secret option's value stays off the terminal and CI logs
     # A locked temporary folder of ours in the bundle folder (the records and the capture):
     # removed however the trace ends, and swept by the next writer there after a SIGKILL.
     locks.sweep(out)
@@ -80,15 +81,17 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
         if not kernels:
             # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
             last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
-            why = f": {last[:300]}" if ran.exit_code != 0 and last else ""
+            why = f": {cut_values(last, [v for _, v in redact_argv(req.argv)[1]])[:300]}" \
+                if ran.exit_code != 0 and last else ""
             raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel{why}")
         listener.note(f"trace: {kernels} specialisation(s) in {ran.seconds:.2f} s; capturing them")
         t0 = time.perf_counter()
-        bundle, results, stack = _capture(req, ran, host, scratch)
+        bundle, results, stack = _capture(req, ran, host, scratch, listener)
         return Traced(ran, bundle, results, time.perf_counter() - t0, stack)
 
 
-def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch: Path) -> tuple[Path, Results, str]:
+def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch: Path,
+             listener: Listener) -> tuple[Path, Results, str]:
     start = ran.start or {}
     argv = req.argv
     stem = Path(argv[1]).stem if len(argv) > 1 and argv[1].endswith(".py") else Path(argv[0]).name
@@ -111,5 +114,9 @@ def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch:
                   failed_as=Path(req.bundle.out_dir) / name)
     trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
                             trace_plan.summary(ran, list(argv), req.interpret, req.tensors))
-    bundle = publish(cap.out_dir, cap.origin(), req.bundle)
+    for line in trace_plan.what_leaves(ran, cap.out_dir, req.tensors, host.environ or {}):
+        listener.note(line)
+    # the values of secret-saying options, cut from every text file of the bundle
+    secrets = {value: option for option, value in redact_argv(req.argv)[1]}
+    bundle = publish(cap.out_dir, cap.origin(), replace(req.bundle, secret_options={**secrets, **req.bundle.secret_options}))
     return bundle, cap.results, stack.name
