@@ -535,6 +535,14 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
             continue
         kept[name] = t.detach().to("cpu", copy=True)
         used += size
+    if when == "inputs" and entry.get("write_only"):
+        # a pointer into memory another argument also reaches (in place, overlapping views) is
+        # read through that one: its bytes are kept as they are
+        shared: dict = {}
+        for name, t in tensors.items():
+            shared.setdefault(_storage_of(t), []).append(name)
+        entry["write_only"] = frozenset(n for n in entry["write_only"]
+                                        if n in tensors and len(shared[_storage_of(tensors[n])]) == 1)
     if when == "inputs" and set(kept) & set(entry.get("write_only") or ()):
         entry["pending"] = (kept, left, used)   # written with the outputs, see above
         return
@@ -548,6 +556,11 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
     if when == "outputs":
         entry["save"] = False
         entry.pop("bases", None)
+
+
+def _storage_of(t) -> int:
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return int(storage.data_ptr())
 
 
 def _untouched(before, after):

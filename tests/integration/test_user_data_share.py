@@ -322,4 +322,7 @@ def test_a_write_only_output_keeps_only_what_the_launch_left_alone(tmp_path, int
     assert struct.unpack("256f", ins["x_ptr"]) == tuple(float(i) for i in range(256))
     assert struct.unpack("256f", ins["out_ptr"]) == (0.0,) * 128 + (7.0,) * 128
     assert struct.unpack("256f", outs["out_ptr"]) == tuple(2.0 * i for i in range(128)) + (7.0,) * 128
+    # in place: the output is the input's memory, read through it, so its bytes are kept as they were
+    ins2 = _named(files["trace/tensors/0002.inputs.pt"])
+    assert struct.unpack("256f", ins2["out_ptr"]) == tuple(float(i) for i in range(256))
     assert reprokit("verify", bundle, cwd=tmp_path).returncode == 0
