@@ -198,6 +198,13 @@ def _redact_env_doc(env) -> None:
             env["redacted"] = sorted(set(env["redacted"]) | set(names))
 
 
+def _drop_board_identity(env) -> None:
+    """--share: which board ran it is host identity (a maintainer's grid then says "board
+    unknown"); how the board was set up (env.json's board.state) stays."""
+    if isinstance(env, dict) and isinstance(env.get("board"), dict):
+        env["board"]["identity"] = None
+
+
 def _keep_words(plan: dict, stack: dict, profile: dict, executor: dict) -> frozenset:
     words = {stack.get("name"), profile.get("key"), profile.get("name"), executor.get("name"), plan.get("suite")}
     for c in plan.get("cases", []) if isinstance(plan.get("cases"), list) else []:
@@ -249,6 +256,8 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     scrubber = Scrubber.for_capture(env_raw, share=share, environ=options.environ,
                                     keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],))
     _redact_env_doc(env_raw)
+    if share:
+        _drop_board_identity(env_raw)
     log = _Scrubbed()
     doc_bytes = {}
     for n in DOCS:
