@@ -31,8 +31,8 @@ from reprokit.compare.sources import open_verified
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import BundleOptions, RunOptions
 from reprokit.gpu import host_board
+from reprokit.options import BundleOptions, RunOptions
 from reprokit.run.replay import replay, request, same_board_reference
 
 
