@@ -120,6 +120,14 @@ REDUCE_TIME_LIMIT ?=
 bench-reduce: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_reduce.py --cases $(REDUCE_CASES) --workers $(WORKERS) $(if $(REDUCE_TIME_LIMIT),--time-limit $(REDUCE_TIME_LIMIT))
 
+# Remake every committed example bundle a CPU can make (pinned venv stacks; ONLY='glob,...' for
+# some), and list the GPU ones with the device command that remakes each (scripts/examples.py;
+# tests/unit/test_examples_current.py fails while a CPU example is stale).
+ONLY ?=
+.PHONY: examples
+examples: $(VENV)/.installed
+	$(VENV)/bin/python scripts/examples.py --make $(if $(ONLY),--only '$(ONLY)')
+
 .PHONY: bench-bundle
 bench-bundle: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_bundle.py

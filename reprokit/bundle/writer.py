@@ -25,6 +25,7 @@ from pathlib import Path
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
+from reprokit.bundle.templates import templates_sha256
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
@@ -282,9 +283,10 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
         "stack": scrubber.scrub_json(stack)[0], "profile": scrubber.scrub_json(profile)[0],
         "executor": scrubber.scrub_json(executor)[0],
     }
-    name = bundle_name(stack, profile, epoch, entries, doc_bytes, [meta, mode, share, parent, __version__])
+    templates = templates_sha256()
+    name = bundle_name(stack, profile, epoch, entries, doc_bytes, [meta, mode, share, parent, __version__, templates])
     head = {
-        "format": FORMAT, "name": name, "reprokit": __version__,
+        "format": FORMAT, "name": name, "reprokit": __version__, "templates_sha256": templates,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)), "source_date_epoch": epoch,
         "mode": mode, "suite": plan["suite"], **meta, "parent": parent,
     }
