@@ -104,11 +104,13 @@ bench-faults: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_faults.py --count $(COUNT)
 
 # Replay on a warm stack over a fresh capture of the same plan (target <= 1.1x), and a bisect's
-# cost in captures, e.g. make bench-replay BENCH_STACK=triton-3.6-cu130 VERSIONS=3.0.0..3.9.0
+# cost in captures, e.g. make bench-replay BENCH_STACK=triton-3.6-cu130 VERSIONS=3.0.0..3.9.0.
+# On a GPU host with no index: make bench-replay EXECUTOR=local WHEELHOUSE=wheels (this python's
+# triton and torch, default options, the suite's run timed cold and warm; no venv, no bisect).
 VERSIONS ?= 3.0.0..3.9.0
 .PHONY: bench-replay
 bench-replay: $(VENV)/.installed
-	$(VENV)/bin/python benchmarks/bench_replay.py --stack $(if $(filter command line,$(origin BENCH_STACK)),$(BENCH_STACK),triton-3.6-cu130) --gpu $(GPU) --workers $(WORKERS) --versions $(VERSIONS)
+	$(if $(LOCAL),$(VENV)/bin/python benchmarks/bench_replay.py --executor local --gpu $(GPU),$(VENV)/bin/python benchmarks/bench_replay.py --stack $(if $(filter command line,$(origin BENCH_STACK)),$(BENCH_STACK),triton-3.6-cu130) --gpu $(GPU) --workers $(WORKERS) --versions $(VERSIONS))
 
 # reduce: the 3.0 crash case and the persistent matmul's register move, each from an empty cache:
 # compiles/s against a bare triton.compile of the same candidates in the same run, the reduction
