@@ -195,3 +195,33 @@ def test_the_rendered_grid_names_the_board_and_the_reference(tmp_path):
     lines = change_lines(compare(sets, time_reference="reference"))
     assert lines[0].startswith("reference: another board than recorded: its times are judged only against the cross-board")
     assert "other: times judged against reference, measured on the same board" in lines
+
+
+def _script(name: str):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(f"reprokit_{name}", ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_tolerance_script_measures_strays_per_kind_and_refuses_unknown_boards(tmp_path, capsys):
+    tol = _script("board_tolerance")
+    a = _with_board(tmp_path, "a.tgz", UUID_A)
+    # The adaptive bundle ran on another lease: a second board for the script.
+    adaptive = ROOT / "bundles" / "examples" / "h100-gpu-triton-3.6.0-adaptive.tgz"
+    b = reseal(adaptive, tmp_path / "b.tgz", lambda files: edit_json(
+        files, "env.json", lambda env: env.update(board={"identity": {"uuid_sha256": boards.identity_of_uuid(UUID_B)},
+                                                         "state": STATE})))
+    assert tol.main([str(a), str(b), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["boards"] == 2 and set(out["kinds"]) == {"copy", "gemm"}
+    assert all(0 < k["absolute"] < 0.5 and k["per_baseline"] is not None for k in out["kinds"].values())
+    with pytest.raises(SystemExit, match="no board identity"):
+        tol.main([str(a), str(GPU_36)])
+    with pytest.raises(SystemExit, match="at least two boards"):
+        tol.main([str(a), str(_with_board(tmp_path, "a2.tgz", UUID_A))])
