@@ -33,7 +33,7 @@ SUITE_CASES = "block_ptr.p0,experimental_descriptor.p0,experimental_descriptor.p
 # On the lab H100 (python 3.12, torch 2.11, triton 3.6; no network): a fresh copy of the checkout
 # and the wheelhouse of docs/offline.md under wheels/, as docs/gpu.md says.
 GPU_SETUP = "make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE=wheels && RK=.reprokit/host-local/bin/reprokit"
-T30 = ("tar xJf wheels/triton-3.0.0-cp312-stripped.tar.xz -C /tmp/t30 && chmod +x /tmp/t30/triton/backends/nvidia/bin/* "
+T30 = ("tar xJf ${T30_TAR:-.whl/triton-3.0.0-cp312-stripped.tar.xz} -C /tmp/t30 && chmod +x /tmp/t30/triton/backends/nvidia/bin/* "
        "&& PYTHONPATH=/tmp/t30")
 
 
