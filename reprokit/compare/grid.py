@@ -557,10 +557,11 @@ def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: t
     the first. A Column among the items (Column.failed: a stack that did not run) keeps its place
     and holds absent cells that are not judged; `failed` appends more such columns.
 
-    Times are judged on one board: a column on the board of `time_reference` (a column's key: a
-    replay of the bundle's own stack on this board) has its time labels judged against that
-    column; column 0 and any other column on another or an unknown board are judged against the
-    cross-board tolerance (reprokit.compare.boards)."""
+    Times are judged on one board: with `time_reference` (a column's key: a replay of the
+    bundle's own stack, measured on the board of every column after the first) each other column's
+    time labels are judged against that column, and that column against column 0. Without one,
+    a column on another or an unknown board than column 0 is judged against the cross-board
+    tolerance (reprokit.compare.boards)."""
     entries = [it if isinstance(it, Column) else as_result_set(it) for it in list(items) + list(failed)]
     sets = _unique_keys([e for e in entries if isinstance(e, ResultSet)])
     if not sets or isinstance(entries[0], Column):
@@ -598,8 +599,10 @@ def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: t
 
 def _time_reference(base_rs: ResultSet, ref: ResultSet | None, rs: ResultSet) -> tuple:
     """(the result set whose times judge `rs`'s, how their boards relate): the same-board
-    reference where `rs` is on its board (the reference itself is judged against column 0)."""
-    if ref is not None and rs is not ref and boards.relation(ref.mode, ref.board, rs.mode, rs.board) == boards.SAME_BOARD:
+    reference for every column but itself (the reference is judged against column 0). The
+    caller names a reference only for columns measured on its board (one replay, one host),
+    which their records may not say (--share leaves the identity out)."""
+    if ref is not None and rs is not ref:
         return ref, boards.SAME_BOARD
     rel = boards.relation(base_rs.mode, base_rs.board, rs.mode, rs.board)
     return base_rs, rel if rel is not None else boards.SAME_BOARD

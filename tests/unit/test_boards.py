@@ -152,6 +152,15 @@ def test_columns_on_the_reference_board_are_judged_against_the_reference(tmp_pat
     assert all(j.board is None for _, j in row.cells[2].time_labels)  # one board: today's labels
     with pytest.raises(ValueError, match="no column"):
         compare([recorded, reference], time_reference="nope")
+    # A replay made with --share records no identity: its columns were still measured on one
+    # host, so they are judged against its reference all the same.
+    shared = [ResultSet.from_bundle(open_bundle(_with_board(tmp_path, f"{k}-shared.tgz", None)), key=k)
+              for k in ("reference", "other")]
+    grid = compare([sets[0], *shared], time_reference="reference")
+    assert grid.columns[1].board_relation == grid.columns[2].board_relation == boards.BOARD_UNKNOWN
+    row = next(r for r in grid.rows if r.cells[2].time_labels)
+    assert all(j.board == boards.BOARD_UNKNOWN for _, j in row.cells[1].time_labels)
+    assert all(j.board is None for _, j in row.cells[2].time_labels)
 
 
 # -- the replay --------------------------------------------------------------------------------
