@@ -125,10 +125,12 @@ bench-reduce: $(VENV)/.installed
 # Remake every committed example bundle a CPU can make (pinned venv stacks; ONLY='glob,...' for
 # some), and list the GPU ones with the device command that remakes each (scripts/examples.py;
 # tests/unit/test_examples_current.py fails while a CPU example is stale).
+# SLOW=1 adds the 810-point gemm-configs sweeps (about 20 minutes each on two cores).
 ONLY ?=
+SLOW ?=
 .PHONY: examples
 examples: $(VENV)/.installed
-	$(VENV)/bin/python scripts/examples.py --make $(if $(ONLY),--only '$(ONLY)')
+	$(VENV)/bin/python scripts/examples.py --make $(if $(ONLY),--only '$(ONLY)') $(if $(SLOW),--slow)
 
 .PHONY: bench-bundle
 bench-bundle: $(VENV)/.installed

@@ -7,9 +7,11 @@ written by today's templates (manifest.json's templates_sha256, reprokit.bundle.
                                                venv stacks) and list the GPU ones with the device
                                                command that remakes each (`make examples`)
     python scripts/examples.py --make --only 'triton-3.0*'   only those
+    python scripts/examples.py --make --slow   the 810-point gemm-configs sweeps too (about 20
+                                               minutes each on two cores)
 
 tests/unit/test_examples_current.py fails when a CPU-made example is stale ("run make examples")
-and lists the stale GPU ones without failing. Only files named in EXAMPLES are replaced, each by
+and lists the stale GPU ones, and the slow CPU ones (`slow`: hours for all six), without failing. Only files named in EXAMPLES are replaced, each by
 a bundle that verified first.
 """
 
@@ -44,6 +46,7 @@ class Example:
     argv: tuple = ()     # cpu: reprokit's arguments, {out} the folder it writes into
     made: str = ""       # cpu: the glob of the bundle the command writes in {out}
     device: str = ""     # gpu: the device command (one call, writes under $OUT)
+    slow: bool = False   # cpu, but far longer than minutes: remade with --slow (make examples SLOW=1)
 
     @property
     def path(self) -> Path:
@@ -57,10 +60,10 @@ def _suite(stack: str) -> Example:
                    f"{stack}-h100-*.tgz")
 
 
-def _sweep(spec: str, stack: str, gpu: str) -> Example:
+def _sweep(spec: str, stack: str, gpu: str, slow: bool = False) -> Example:
     return Example(f"sweeps/{spec}-{stack}-{gpu}.tgz", "cpu",
                    ("sweep", spec, "--stacks", stack, "--gpus", gpu, "--executor", "venv", "--out", "{out}", "--json"),
-                   f"*{stack}*.tgz")
+                   f"*{stack}*.tgz", slow=slow)
 
 
 def _gpu(name: str, command: str) -> Example:
@@ -70,7 +73,7 @@ def _gpu(name: str, command: str) -> Example:
 EXAMPLES_TABLE = (
     *(_suite(s) for s in ("triton-3.0-cu129", "triton-3.4-cu129", "triton-3.5-cu130", "triton-3.9-cu132")),
     *(_sweep("tma-invariants", s, "h100") for s in ("triton-3.0-cu129", "triton-3.5-cu130", "triton-3.9-cu132")),
-    *(_sweep("gemm-configs", s, g) for s, g in (("triton-3.0-cu129", "h100"), ("triton-3.3-cu129", "b200"),
+    *(_sweep("gemm-configs", s, g, slow=True) for s, g in (("triton-3.0-cu129", "h100"), ("triton-3.3-cu129", "b200"),
                                                  ("triton-3.5-cu130", "b200"), ("triton-3.5-cu130", "h100"),
                                                  ("triton-3.9-cu132", "b200"), ("triton-3.9-cu132", "h100"))),
     _gpu("h100-gpu-triton-3.6.0-adaptive.tgz",
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--make", action="store_true", help="remake the CPU examples, list the GPU ones")
     p.add_argument("--only", default=None, metavar="GLOBS", help="comma-separated globs of example names")
     p.add_argument("--stale", action="store_true", help="with --make: only those that are stale")
+    p.add_argument("--slow", action="store_true", help="with --make: the slow CPU examples too")
     args = p.parse_args(argv)
     from reprokit.bundle.templates import templates_sha256
 
@@ -155,12 +159,12 @@ def main(argv: list[str] | None = None) -> int:
               if not args.only or any(fnmatch.fnmatchcase(ex.name, g.strip()) for g in args.only.split(","))]
     if args.make:
         for ex in chosen:
-            if ex.where == "cpu" and not (args.stale and status(ex, current) == "current"):
+            if ex.where == "cpu" and (args.slow or not ex.slow) and not (args.stale and status(ex, current) == "current"):
                 remake(ex)
     print(f"templates_sha256 of this checkout: {current}")
     for ex in chosen:
         how = "reprokit " + " ".join(ex.argv) if ex.where == "cpu" else f"device: {ex.device}"
-        print(f"{status(ex, current):8} {ex.where:3}  {ex.name}\n             {how}")
+        print(f"{status(ex, current):8} {ex.where + (' (slow)' if ex.slow else ''):10}  {ex.name}\n             {how}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """The committed example bundles were written by today's templates (manifest.json's
 templates_sha256, reprokit.bundle.templates): a CPU-made example that was not fails ("run make
 examples"); a stale GPU example is listed at the end of the session, not failed (it is remade on
-the device, with the command scripts/examples.py names). Also: the digest does not depend on
+the device, with the command scripts/examples.py names), and so is a stale slow CPU one (the
+810-point sweeps: `make examples SLOW=1`). Also: the digest does not depend on
 the hash seed, cwd or HOME, and every committed example is in the table."""
 
 from __future__ import annotations
@@ -30,10 +31,14 @@ def test_every_committed_example_is_in_the_table():
 
 def test_cpu_examples_were_written_by_todays_templates_and_gpu_ones_are_listed():
     current = templates_sha256()
-    stale_cpu = [ex.name for ex in examples.EXAMPLES_TABLE if ex.where == "cpu" and examples.status(ex, current) != "current"]
-    stale_gpu = [ex for ex in examples.EXAMPLES_TABLE if ex.where == "gpu" and examples.status(ex, current) != "current"]
+    stale = [ex for ex in examples.EXAMPLES_TABLE if examples.status(ex, current) != "current"]
+    stale_cpu = [ex.name for ex in stale if ex.where == "cpu" and not ex.slow]
+    stale_gpu = [ex for ex in stale if ex.where == "gpu"]
+    stale_slow = [ex for ex in stale if ex.where == "cpu" and ex.slow]
     counts.record("stale GPU examples (remade on the device; scripts/examples.py --list)",
                   f"{len(stale_gpu)}" + "".join(f"\n  {ex.name}: {ex.device}" for ex in stale_gpu))
+    counts.record("stale slow CPU examples (make examples SLOW=1)",
+                  f"{len(stale_slow)}" + "".join(f"\n  {ex.name}" for ex in stale_slow))
     assert not stale_cpu, f"{len(stale_cpu)} example bundles were written by other templates: {stale_cpu}; run make examples"
 
 
