@@ -4,7 +4,6 @@ name and memory, and a stop otherwise (a bundle named h200 must not hold an H100
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Mapping
 

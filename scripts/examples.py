@@ -98,6 +98,13 @@ EXAMPLES_TABLE = (
          "$RK replay bundles/examples/h100-trace-tensors-triton-3.6.0.tgz --executor local --share --out $OUT"),
     _gpu("h100-trace-tensors-triton-3.6.0-replay-2.tgz",
          "$RK replay bundles/examples/h100-trace-tensors-triton-3.6.0-replay.tgz --executor local --share --out $OUT"),
+    # Traces of the libraries', Gluon and in-place programs (docs/trace.md): the program and its
+    # arguments are the ones the bundle's trace/trace.json names.
+    *(_gpu(name, "$RK trace --gpu h100 --share --out $OUT -- <the command its trace/trace.json records>")
+      for name in ("h100-trace-gluon-tma-triton-3.6.0.tgz", "h100-trace-gluon-wgmma-triton-3.6.0.tgz",
+                   "h100-trace-in-place-triton-3.6.0.tgz", "h100-trace-liger-triton-3.6.0.tgz")),
+    _gpu("h100-trace-liger-triton-3.6.0-replay.tgz",
+         "$RK replay bundles/examples/h100-trace-liger-triton-3.6.0.tgz --executor local --share --out $OUT"),
     _gpu("sweeps/gemm-configs-gpu-triton-3.6.0-h100.tgz",
          "$RK sweep gemm-configs --gpus h100 --mode gpu --share --out $OUT"),
 )

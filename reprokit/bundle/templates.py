@@ -32,7 +32,7 @@ _README_MANIFEST = {
 @functools.lru_cache(maxsize=1)
 def templates_sha256() -> str:
     """sha256 over the suite's reproducers (full and minimal) and a fixed README, in case order."""
-    plan = build_plan(load_config().gpu("h100"), dict(STACK))
+    plan = build_plan(load_config().gpu("h100"), dict(STACK)).to_json()
     scripts = Reproducers.from_dir(plan, str(kernels_dir()))
     h = hashlib.sha256()
     for case in plan["cases"]:

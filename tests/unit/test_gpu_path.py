@@ -39,7 +39,7 @@ def _fake_torch(order):
 
 @pytest.mark.parametrize("case_id", ["tensor_descriptor.p0", "tensor_descriptor.gemm-128x256x64-w8-s3"])
 def test_a_suite_case_compiles_before_it_waits_for_the_gpu(monkeypatch, tmp_path, case_id):
-    plan = build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"}, mode="gpu")
+    plan = build_plan(load_config().gpu("h100"), {"name": "triton-3.6-cu130", "triton": "3.6.0"}, mode="gpu").to_json()
     case = next(c for c in plan["cases"] if c["id"] == case_id)
     order: list = []
     monkeypatch.setitem(sys.modules, "torch", _fake_torch(order))
