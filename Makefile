@@ -104,11 +104,13 @@ bench-faults: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_faults.py --count $(COUNT)
 
 # Replay on a warm stack over a fresh capture of the same plan (target <= 1.1x), and a bisect's
-# cost in captures, e.g. make bench-replay BENCH_STACK=triton-3.6-cu130 VERSIONS=3.0.0..3.9.0
+# cost in captures, e.g. make bench-replay BENCH_STACK=triton-3.6-cu130 VERSIONS=3.0.0..3.9.0.
+# On a GPU host with no index: make bench-replay EXECUTOR=local WHEELHOUSE=wheels (this python's
+# triton and torch, default options, the suite's run timed cold and warm; no venv, no bisect).
 VERSIONS ?= 3.0.0..3.9.0
 .PHONY: bench-replay
 bench-replay: $(VENV)/.installed
-	$(VENV)/bin/python benchmarks/bench_replay.py --stack $(if $(filter command line,$(origin BENCH_STACK)),$(BENCH_STACK),triton-3.6-cu130) --gpu $(GPU) --workers $(WORKERS) --versions $(VERSIONS)
+	$(if $(LOCAL),$(VENV)/bin/python benchmarks/bench_replay.py --executor local --gpu $(GPU),$(VENV)/bin/python benchmarks/bench_replay.py --stack $(if $(filter command line,$(origin BENCH_STACK)),$(BENCH_STACK),triton-3.6-cu130) --gpu $(GPU) --workers $(WORKERS) --versions $(VERSIONS))
 
 # reduce: the 3.0 crash case and the persistent matmul's register move, each from an empty cache:
 # compiles/s against a bare triton.compile of the same candidates in the same run, the reduction
@@ -119,6 +121,16 @@ REDUCE_TIME_LIMIT ?=
 .PHONY: bench-reduce
 bench-reduce: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_reduce.py --cases $(REDUCE_CASES) --workers $(WORKERS) $(if $(REDUCE_TIME_LIMIT),--time-limit $(REDUCE_TIME_LIMIT))
+
+# Remake every committed example bundle a CPU can make (pinned venv stacks; ONLY='glob,...' for
+# some), and list the GPU ones with the device command that remakes each (scripts/examples.py;
+# tests/unit/test_examples_current.py fails while a CPU example is stale).
+# SLOW=1 adds the 810-point gemm-configs sweeps (about 20 minutes each on two cores).
+ONLY ?=
+SLOW ?=
+.PHONY: examples
+examples: $(VENV)/.installed
+	$(VENV)/bin/python scripts/examples.py --make $(if $(ONLY),--only '$(ONLY)') $(if $(SLOW),--slow)
 
 .PHONY: bench-bundle
 bench-bundle: $(VENV)/.installed

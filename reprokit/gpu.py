@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Mapping
 
+from reprokit.compare.boards import identity_of_uuid
 from reprokit.config import GpuProfile
 from reprokit.errors import GpuMismatchError, MissingDependency, UsageError
 from reprokit.options import GpuOptions
@@ -67,6 +68,16 @@ def detect() -> tuple[list[HostGpu], str | None]:
         return gpus, None if gpus else "NVML sees no device"
     finally:
         pynvml.nvmlShutdown()
+
+
+def host_board(host: Mapping | None) -> str | None:
+    """The board identity (sha256 of the UUID, reprokit.compare.boards) of the host GPU a run
+    checked (GpuOptions.host, by NVML index); None where NVML cannot say."""
+    if not host or not isinstance(host.get("index"), int):
+        return None
+    gpus, _ = detect()
+    uuid = next((g.uuid for g in gpus if g.index == host["index"]), None)
+    return identity_of_uuid(uuid)
 
 
 def _norm(name: str) -> str:

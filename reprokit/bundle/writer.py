@@ -25,6 +25,7 @@ from pathlib import Path
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
+from reprokit.bundle.templates import templates_sha256
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, cut_values, redact_argv, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
@@ -204,6 +205,13 @@ def _redact_env_doc(env) -> None:
             env["redacted"] = sorted(set(env["redacted"]) | set(names))
 
 
+def _drop_board_identity(env) -> None:
+    """--share: which board ran it is host identity (a maintainer's grid then says "board
+    unknown"); how the board was set up (env.json's board.state) stays."""
+    if isinstance(env, dict) and isinstance(env.get("board"), dict):
+        env["board"]["identity"] = None
+
+
 def _keep_words(plan: dict, stack: dict, profile: dict, executor: dict) -> frozenset:
     words = {stack.get("name"), profile.get("key"), profile.get("name"), executor.get("name"), plan.get("suite")}
     for c in plan.get("cases", []) if isinstance(plan.get("cases"), list) else []:
@@ -259,6 +267,8 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
                                     keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],),
                                     extra=secret_options)
     _redact_env_doc(env_raw)
+    if share:
+        _drop_board_identity(env_raw)
     log = _Scrubbed()
     doc_bytes = {}
     for n in DOCS:
@@ -283,9 +293,10 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
         "stack": scrubber.scrub_json(stack)[0], "profile": scrubber.scrub_json(profile)[0],
         "executor": scrubber.scrub_json(executor)[0],
     }
-    name = bundle_name(stack, profile, epoch, entries, doc_bytes, [meta, mode, share, parent, __version__])
+    templates = templates_sha256()
+    name = bundle_name(stack, profile, epoch, entries, doc_bytes, [meta, mode, share, parent, __version__, templates])
     head = {
-        "format": FORMAT, "name": name, "reprokit": __version__,
+        "format": FORMAT, "name": name, "reprokit": __version__, "templates_sha256": templates,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)), "source_date_epoch": epoch,
         "mode": mode, "suite": plan["suite"], **meta, "parent": parent,
     }

@@ -80,10 +80,13 @@ def gpu_from_args(args, profile, requested: str):
 def run_options(args, **more) -> RunOptions:
     """RunOptions from the arguments add_run_args() made: workers (default one per CPU); `more`
     adds the verb's own (force)."""
-    return RunOptions(workers=args.workers or os.cpu_count() or 1, **more)
+    return RunOptions(workers=default_workers(args.workers), **more)
 
 
-
+def default_workers(asked: int | None) -> int:
+    """--workers as given, else one per CPU: run, capture, replay and sweep share this default,
+    so that a replay of a bundle compiles as many cases at once as its capture did."""
+    return asked or os.cpu_count() or 1
 
 
 def add_time_args(parser) -> None:

@@ -12,6 +12,7 @@ from reprokit.commands._common import (
     add_gpu_args,
     add_time_args,
     console,
+    default_workers,
     gpu_from_args,
     harness_error_message,
     say,
@@ -30,8 +31,9 @@ from reprokit.compare.sources import open_verified
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
+from reprokit.gpu import host_board
 from reprokit.options import BundleOptions, RunOptions
-from reprokit.run.replay import replay, request
+from reprokit.run.replay import replay, request, same_board_reference
 
 
 def add_parser(sub) -> None:
@@ -55,7 +57,7 @@ def add_parser(sub) -> None:
                    help="a traced bundle: also replay the autotune configs the program's autotuner did not choose "
                         "(by default only the chosen ones)")
     p.add_argument("--executor", choices=EXECUTORS, default="auto")
-    p.add_argument("--workers", type=positive_int, default=1, help="cases compiled at once (default 1)")
+    p.add_argument("--workers", type=positive_int, default=None, help="cases compiled at once (default: CPU count)")
     p.add_argument("--out", type=out_dir, default=Path("bundles"), help="folder for the new bundles (default bundles/)")
     p.add_argument("--share", action="store_true")
     p.add_argument("--all", action="store_true", help="list every case, not only those that moved")
@@ -79,11 +81,13 @@ def run(args) -> int:
         stacks = None
     req = request(bundle, stacks, args.cases, candidates=args.candidates)  # what it runs, said (or refused) before anything starts
     gpu = gpu_from_args(args, req.profile, req.mode)
+    # Times are judged on one board: on another, the bundle's own stack is measured here too.
+    req = same_board_reference(req, args.executor, gpu.on_gpu, host_board(gpu.host) if gpu.on_gpu else None)
     out = BundleOptions.from_host(args.host, args.out, share=args.share)
     with StackBars([s.name for s in req.stacks], off=args.json) as bars, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note,
                           stacks=list(req.stacks)) as executor:
-        result = replay(req, executor, gpu, RunOptions(workers=args.workers), out, listener=bars,
+        result = replay(req, executor, gpu, RunOptions(workers=default_workers(args.workers)), out, listener=bars,
                         timing_options=topts)
     grid, code = result.grid, result.exit_code_for(args.strict)
     for o in result.outcomes:

@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from reprokit import locks
-from reprokit.commands._common import EXECUTORS, add_project_arg, console, say
+from reprokit.commands._common import EXECUTORS, add_project_arg, console, default_workers, say
 from reprokit.commands.argtypes import (
     existing_file,
     gpu_list,
@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default=None,
                    help="where stacks run (default venv; with --mode gpu, local: this interpreter, whose Triton and "
                         "torch run on the GPU). local runs only with --mode gpu: compile-only sweeps run on pinned stacks")
-    p.add_argument("--workers", type=positive_int, default=2, help="points compiled at once (default 2)")
+    p.add_argument("--workers", type=positive_int, default=None, help="points compiled at once (default: CPU count)")
     p.add_argument("--reduced", action="store_true", help="the spec's reduced grid (what CI runs)")
     p.add_argument("--shard", type=shard, default=None, metavar="I/N", help="run only shard I of N (points dealt round-robin)")
     p.add_argument("--sass", choices=("all", "base", "none"), default=None,
@@ -136,7 +136,7 @@ def _run(args, spec) -> int:
     def split(s):
         return tuple(x.strip() for x in s.split(",") if x.strip()) if s and s != "all" else ()
 
-    opts = SweepOptions(work=args.work, workers=args.workers, gpus=split(args.gpus), stacks=split(args.stacks),
+    opts = SweepOptions(work=args.work, workers=default_workers(args.workers), gpus=split(args.gpus), stacks=split(args.stacks),
                         reduced=args.reduced, shard=parse_shard(args.shard), sass=args.sass, mode=args.mode,
                         host_stack=host_stack)
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from reprokit.bundle.reader import Bundle
-from reprokit.compare import timing
+from reprokit.compare import boards, timing
 from reprokit.compare.normalise import LEVELS, ops
 from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.records import CaseRecord
@@ -90,11 +90,16 @@ class Column:
     sha256: str | None
     parent: str | None
     error: str | None = None   # a replay that could not run: its cells are all absent
+    board: str | None = None   # env.json's board identity (sha256 of the UUID); None: unknown
+    # Against column 0 (reprokit.compare.boards): "same board", "another board", "board unknown";
+    # None where either ran compile-only.
+    board_relation: str | None = None
+    times_against: str | None = None  # the column whose same-board times this one's labels judge
 
     @classmethod
     def of(cls, rs: ResultSet) -> Column:
         return cls(rs.key, rs.label, rs.role, rs.stack.get("name"), rs.triton, rs.profile, rs.mode, rs.path,
-                   rs.sha256, rs.parent)
+                   rs.sha256, rs.parent, board=rs.board)
 
     @classmethod
     def failed(cls, key: str, label: str, error: str, triton: str | None = None) -> Column:
@@ -459,27 +464,37 @@ def size_key(size: dict) -> str:
     return "x".join(str(size[k]) for k in ("M", "N", "K") if k in size)
 
 
-def time_labels(base_rs: ResultSet, rs: ResultSet, case: str, opts: timing.TimingOptions = timing.DEFAULT) -> tuple:
-    """((size, Judgement), ...) for the kernel at every size both sides benchmarked."""
+def time_labels(base_rs: ResultSet, rs: ResultSet, case: str, opts: timing.TimingOptions = timing.DEFAULT,
+                board: str | None = boards.SAME_BOARD) -> tuple:
+    """((size, Judgement), ...) for the kernel at every size both sides benchmarked; `board`: how
+    the two sides' boards relate (anything but the same board is judged against the cross-board
+    tolerance, reprokit.compare.boards)."""
     base = {size_key(r.get("size") or {}): r for r in base_rs.bench_runs(case)}
     out = []
     for run in rs.bench_runs(case):
         key = size_key(run.get("size") or {})
-        old = ((base.get(key) or {}).get("raw") or {}).get("kernel")
-        new = (run.get("raw") or {}).get("kernel")
-        if old and new:
-            j = timing.judge_raw(old, new, opts)
+        old_raw = (base.get(key) or {}).get("raw") or {}
+        new_raw = run.get("raw") or {}
+        if old_raw.get("kernel") and new_raw.get("kernel"):
+            if board in (None, boards.SAME_BOARD):
+                j = timing.judge_raw(old_raw["kernel"], new_raw["kernel"], opts)
+            else:
+                j = boards.judge_across(old_raw, new_raw, run.get("size") or {}, opts, board)
             if j is not None:
                 out.append((key, j))
     return tuple(out)
 
 
 def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str,
-           opts: timing.TimingOptions = timing.DEFAULT) -> Cell:
+           opts: timing.TimingOptions = timing.DEFAULT, *, time_rs: ResultSet | None = None,
+           board: str | None = boards.SAME_BOARD) -> Cell:
+    """`cell` against column 0's `base`; its times against `time_rs` (column 0's by default),
+    whose board relates to this one's as `board` says."""
     from dataclasses import replace
 
     moved = _moved(base, cell)
-    labels = time_labels(base_rs, rs, case, opts) if base.present and cell.present else ()
+    time_rs = time_rs or base_rs
+    labels = time_labels(time_rs, rs, case, opts, board) if base.present and cell.present else ()
     if any(j.moved for _, j in labels):  # only FASTER or SLOWER moves a time
         moved = moved + ("time",)
     deltas = []
@@ -536,10 +551,17 @@ def _unique_keys(sets: list[ResultSet]) -> list[ResultSet]:
     return out
 
 
-def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: timing.TimingOptions = timing.DEFAULT) -> Grid:
+def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: timing.TimingOptions = timing.DEFAULT,
+            time_reference: str | None = None) -> Grid:
     """The grid of `items` (ResultSets, Bundles, bundle paths or capture folders), judged against
     the first. A Column among the items (Column.failed: a stack that did not run) keeps its place
-    and holds absent cells that are not judged; `failed` appends more such columns."""
+    and holds absent cells that are not judged; `failed` appends more such columns.
+
+    Times are judged on one board: with `time_reference` (a column's key: a replay of the
+    bundle's own stack, measured on the board of every column after the first) each other column's
+    time labels are judged against that column, and that column against column 0. Without one,
+    a column on another or an unknown board than column 0 is judged against the cross-board
+    tolerance (reprokit.compare.boards)."""
     entries = [it if isinstance(it, Column) else as_result_set(it) for it in list(items) + list(failed)]
     sets = _unique_keys([e for e in entries if isinstance(e, ResultSet)])
     if not sets or isinstance(entries[0], Column):
@@ -554,6 +576,10 @@ def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: t
                 order.append(c.id)
                 info[c.id] = (c.family, c.control)
     base_rs = sets[0]
+    ref = next((rs for rs in sets[1:] if rs.key == time_reference), None)
+    if time_reference is not None and ref is None:
+        raise ValueError(f"compare(): no column {time_reference!r} to judge times against")
+    against = {e.key: _time_reference(base_rs, ref, e) for e in sets[1:]}
     rows = []
     for cid in order:
         base = _cell(base_rs, base_rs.case(cid))
@@ -562,9 +588,32 @@ def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: t
             if isinstance(e, Column):
                 cells.append(Cell(present=False))
             else:
-                cells.append(_judge(base, _cell(e, e.case(cid)), base_rs, e, cid, timing_options))
+                time_rs, board = against[e.key]
+                cells.append(_judge(base, _cell(e, e.case(cid)), base_rs, e, cid, timing_options,
+                                    time_rs=time_rs, board=board))
         rows.append(Row(cid, *info[cid], tuple(cells)))
-    return Grid(tuple(e if isinstance(e, Column) else Column.of(e) for e in entries), tuple(rows))
+    columns = [e if isinstance(e, Column) else Column.of(e) for e in entries]
+    columns = [columns[0]] + [_related(c, columns[0], against) for c in columns[1:]]
+    return Grid(tuple(columns), tuple(rows))
+
+
+def _time_reference(base_rs: ResultSet, ref: ResultSet | None, rs: ResultSet) -> tuple:
+    """(the result set whose times judge `rs`'s, how their boards relate): the same-board
+    reference for every column but itself (the reference is judged against column 0). The
+    caller names a reference only for columns measured on its board (one replay, one host),
+    which their records may not say (--share leaves the identity out)."""
+    if ref is not None and rs is not ref:
+        return ref, boards.SAME_BOARD
+    rel = boards.relation(base_rs.mode, base_rs.board, rs.mode, rs.board)
+    return base_rs, rel if rel is not None else boards.SAME_BOARD
+
+
+def _related(col: Column, base: Column, against: dict) -> Column:
+    from dataclasses import replace
+
+    rel = boards.relation(base.mode, base.board, col.mode, col.board)
+    time_rs, _ = against.get(col.key, (None, None))
+    return replace(col, board_relation=rel, times_against=time_rs.key if time_rs is not None else None)
 
 
 __all__ = ["Cell", "Column", "ColumnChanges", "Grid", "MetricDelta", "OpDelta", "Row", "compare", "op_deltas",

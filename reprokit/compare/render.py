@@ -46,7 +46,9 @@ def grid_table(grid: Grid, title: str | None = None, *, only_moved: bool = False
                                    "* moved against the first column, with the numbers that moved")
     t.add_column("case", no_wrap=True)
     for col in grid.columns:
-        t.add_column(escape(col.label) + ("" if not col.error else " [red](failed)[/]"))
+        # Which board measured a column against the first: a time is only labelled on one board.
+        board = f" [dim]({col.board_relation})[/]" if col.board_relation not in (None, "same board") else ""
+        t.add_column(escape(col.label) + board + ("" if not col.error else " [red](failed)[/]"))
     for r in grid.rows:
         if only_moved and not r.moved:
             continue
@@ -61,6 +63,11 @@ def change_lines(grid: Grid) -> list[str]:
         if col.error:
             out.append(f"{col.label}: could not run: {col.error}")
             continue
+        if col.times_against not in (None, grid.columns[0].key):
+            out.append(f"{col.label}: times judged against {col.times_against}, measured on the same board")
+        elif col.board_relation not in (None, "same board"):
+            out.append(f"{col.label}: {col.board_relation} than {grid.columns[0].label}: its times are judged "
+                       "only against the cross-board tolerance (docs/gpu.md)")
         if not ch.moved_cases:
             out.append(f"{col.label}: nothing moved ({len(grid.rows)} cases)")
             continue

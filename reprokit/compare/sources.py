@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from reprokit.bundle.reader import open_bundle
+from reprokit.compare import boards
 from reprokit.compare.normalise import LEVELS, normalise
 from reprokit.errors import BundleInvalid, BundleUnusable, FileSystemError, UsageError
 from reprokit.records import CaseRecord, Results, parse_results
@@ -59,6 +60,23 @@ class ResultSet:
     @property
     def parent(self) -> str | None:
         return self.manifest.get("parent")
+
+    @property
+    def env(self) -> dict:
+        """env.json ({} where the set has none)."""
+        if "env.json" not in self._norm:
+            data = self._read("env.json")
+            try:
+                env = json.loads(data) if data else {}
+            except ValueError:
+                env = {}
+            self._norm["env.json"] = env if isinstance(env, dict) else {}
+        return self._norm["env.json"]
+
+    @property
+    def board(self) -> str | None:
+        """The board identity env.json records (reprokit.compare.boards), None where unknown."""
+        return boards.board_identity(self.env)
 
     def bench_runs(self, case_id: str) -> list:
         """The case's benchmark runs with their raw samples (its bench.json: [{"size", "raw":

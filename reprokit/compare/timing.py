@@ -93,6 +93,11 @@ class Judgement:
     threshold: float            # t, as applied (see the module's docstring)
     cycles: str | None = None   # the label on cycles, where both sides read clocks
     reason: str = ""
+    # Set where the two sides ran on different (or unknown) boards: reprokit.compare.boards
+    # judged it against the cross-board tolerance; per_baseline is the change of the kernel's
+    # ratio to its run's baseline.
+    board: str | None = None
+    per_baseline: float | None = None
 
     @property
     def moved(self) -> bool:
@@ -101,7 +106,8 @@ class Judgement:
     def to_dict(self) -> dict:
         return {"label": self.label, "method": self.method, "ratio": round(self.ratio, 5),
                 "interval": [round(self.low, 5), round(self.high, 5)], "threshold": round(self.threshold, 5),
-                "cycles": self.cycles, "reason": self.reason}
+                "cycles": self.cycles, "reason": self.reason, "board": self.board,
+                "per_baseline": self.per_baseline}
 
 
 def side_from_raw(raw: dict, method: str) -> Side | None:

@@ -53,7 +53,8 @@ def main(argv=None) -> int:
         with _clocks(plan, log):  # a no-op unless the user asked for --lock-clocks
             # A resumed run keeps the snapshot its first run took: one run, one environment record.
             resumed = plan.get("resumable") and os.path.exists(os.path.join(args.out, "env.json"))
-            pid = None if resumed else _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu")
+            index = ((plan.get("gpu") or {}).get("host") or {}).get("index", 0)
+            pid = None if resumed else _fork_snapshot(os.path.abspath(args.out), plan.get("mode") == "gpu", index)
             # Kernels load by a path relative to their parent folder, so the source locations Triton
             # writes into every IR level read `kernels/<file>` on any host, container or venv.
             out, kernels = os.path.abspath(args.out), os.path.abspath(args.kernels)
@@ -99,7 +100,7 @@ def _clocks(plan: dict, log):
     log(f"harness: GPU {index}'s clocks reset" if rec["reset"] else f"harness: could not reset GPU {index}'s clocks")
 
 
-def _fork_snapshot(out: str, gpu: bool) -> int:
+def _fork_snapshot(out: str, gpu: bool, index: int = 0) -> int:
     """Take the environment snapshot in a child, beside the cases, so it costs no wall time."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -118,7 +119,7 @@ def _fork_snapshot(out: str, gpu: bool) -> int:
             # the harness's parts load once its arguments are read (the runner imports Triton).
             from reprokit.harness import envsnap
 
-            write_json(os.path.join(out, "env.json"), envsnap.snapshot(gpu=gpu))
+            write_json(os.path.join(out, "env.json"), envsnap.snapshot(gpu=gpu, index=index))
             code = 0
         except BaseException:  # noqa: BLE001 - the snapshot's process reports any failure and exits, never unwinds
             import traceback

@@ -21,7 +21,8 @@ ALWAYS_CHECK = ("TRITON_TMA_ENABLE",)
 _KNOB_NAME = re.compile(r"""["']((?:TRITON|MLIR)_[A-Z0-9_]+)["']""")
 
 
-def snapshot(gpu: bool = False) -> dict:
+def snapshot(gpu: bool = False, index: int = 0) -> dict:
+    """`index`: the NVML index of the GPU the run uses, whose board records env.json keeps."""
     import triton
 
     env_vars, redacted = redact.redact_env(
@@ -39,8 +40,13 @@ def snapshot(gpu: bool = False) -> dict:
         "redacted": redacted,
         "knobs": _knobs(triton),
         "unread_knobs": unread_knobs(os.environ),
-        "gpu": nvml.snapshot_all() if gpu else None,
+        **_gpu(gpu, index),
     }
+
+
+def _gpu(gpu: bool, index: int) -> dict:
+    devices = nvml.snapshot_all() if gpu else None
+    return {"gpu": devices, "board": nvml.board_records(devices, index)}
 
 
 def _os() -> dict:

@@ -252,8 +252,9 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     samples go to `bench.json` beside the case's IR (the record holds their summaries).
 
     A sweep's point (plan `sweep`) is timed at SWEEP_GEMM_SIZES with the lighter bench.SWEEP
-    budget, and its JIT compiles before the point waits for the GPU (warm_jit): hundreds of
-    points compile side by side while one at a time holds the GPU."""
+    budget. Every Triton case's JIT compiles before the case waits for the GPU (warm_jit): cases
+    compile side by side while one at a time holds the GPU, instead of each compiling (and
+    building its launcher stub) with the GPU held and the others waiting."""
     recipe, why = recipe_for(case)
     if recipe is None:
         return {"status": "not_launched", "reason": why}
@@ -267,7 +268,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
                                                         case["kernel"]["function"])
     size = check_size(case, recipe, plan.get("problem") or {})
     cubin = os.path.join(case_dir, "kernel.cubin")
-    if sweep_point and fn is not None:
+    if fn is not None:
         import torch
         import triton
 

@@ -19,6 +19,7 @@ and nvidia-ml-py only, Python >= 3.9 (it runs inside the stacks).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import threading
 import time
@@ -259,6 +260,31 @@ def snapshot_all() -> dict:
             except nv.NVMLError as e:  # a GPU fallen off the bus still has its place in the list
                 devices.append({"index": i, "unreadable": {"handle": str(e)}})
         return {"available": True, **_system(nv), "devices": devices}
+
+
+def board_records(gpus: dict | None, index: int = 0) -> dict | None:
+    """env.json's `board`, from snapshot_all()'s document for the GPU the run used (NVML index):
+    two records, because they answer two questions. `identity` (which board: the sha256 of its
+    UUID, never the UUID; --share leaves it out) and `state` (how it was set up and how warm it
+    was when the run began: driver, power limit, ECC, clocks, temperature). None without NVML."""
+    if not isinstance(gpus, dict) or not gpus.get("available"):
+        return None
+    dev = next((d for d in gpus.get("devices") or [] if d.get("index") == index), None)
+    if dev is None:
+        return None
+    uuid = dev.get("uuid")
+    clocks = dev.get("clocks_mhz") or {}
+    return {
+        "identity": {"uuid_sha256": hashlib.sha256(uuid.encode()).hexdigest()} if isinstance(uuid, str) and uuid else None,
+        "state": {
+            "index": index, "name": dev.get("name"), "driver": gpus.get("driver"),
+            "cuda_driver_version": gpus.get("cuda_driver_version"),
+            "power_limit_w": dev.get("power_limit_w"), "power_default_limit_w": dev.get("power_default_limit_w"),
+            "ecc": (dev.get("ecc_mode") or {}).get("current"), "persistence_mode": dev.get("persistence_mode"),
+            "pstate": dev.get("pstate"), "temperature_c": dev.get("temperature_c"),
+            "clocks_mhz": {k: clocks.get(k) for k in ("sm", "sm_max", "mem", "mem_max")},
+        },
+    }
 
 
 def index_for_cuda_device(cuda_index: int = 0) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reprokit import locks
+from reprokit.compare import boards
 from reprokit.compare.grid import Column, Grid, compare
 from reprokit.compare.sources import ResultSet, open_result_set
 from reprokit.compare.timing import DEFAULT, TimingOptions
@@ -144,6 +145,7 @@ class Request:
     mode: str                  # the mode it asks for (replay_mode)
     stacks: tuple[Stack, ...]  # where it runs: the stacks chosen, else the one it recorded
     own: bool                  # on the stack it recorded
+    reference: str | None = None  # the stack whose column judges the others' times (same_board_reference)
 
 
 def winners(plan: Plan) -> Plan:
@@ -169,11 +171,33 @@ def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = 
     return Request(bundle, plan, recorded.profile, replay_mode(recorded), chosen, stacks is None)
 
 
+def same_board_reference(req: Request, executor_name: str, on_gpu: bool, host_board: str | None) -> Request:
+    """The request with its same-board reference: the stacks to run and `reference`, the stack
+    whose column judges the others' times (None: column 0 judges them, as on one board).
+
+    Times are judged on one board: a GPU replay on a board other than the recording one (or
+    where either board is unknown) also measures the bundle's own stack here, first, unless the
+    stacks already hold it, and every replayed column's times are labelled against that column;
+    the recorded column is then judged only against the cross-board tolerance. The local
+    executor runs this interpreter's own stack: that column is the reference. A replay on the
+    recording board keeps today's labels (None)."""
+    recorded = boards.board_identity(getattr(req.bundle, "env", None))
+    if not on_gpu or (recorded is not None and recorded == host_board):
+        return replace(req, reference=None)
+    if req.own or executor_name == "local":
+        return replace(req, reference=req.stacks[0].name)
+    own = bundle_stack(req.bundle.manifest)
+    if any(s.name == own.name for s in req.stacks):
+        return replace(req, reference=own.name)
+    return replace(req, stacks=(own, *req.stacks), reference=own.name)
+
+
 def replay(req: Request, executor, gpu: GpuOptions, options: RunOptions, out: BundleOptions, *,
            listener: Listener = SILENT, timing_options: TimingOptions = DEFAULT) -> Replay:
     """Run the request's plan, with the bundle's own kernels, on its stacks, on `gpu` (the GPU
     this host checked, and the mode); pack each run under out.out_dir with the bundle's sha256
-    as parent, and compare."""
+    as parent, and compare. Times are judged against req.reference's column where it has one
+    (same_board_reference)."""
     with locks.scratch(executor.host.tmp, "replay") as tmp:
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
@@ -189,8 +213,9 @@ def replay(req: Request, executor, gpu: GpuOptions, options: RunOptions, out: Bu
     for o in outcomes:
         columns.append(open_result_set(o.bundle, role="replay", key=o.stack, label=_label(o.stack))
                        if o.bundle is not None else Column.failed(o.stack, _label(o.stack), o.error or "no bundle"))
-    return Replay(req.bundle.sha256, req.bundle.root, compare(columns, timing_options=timing_options),
-                  tuple(outcomes), req.own)
+    ran = {o.stack for o in outcomes if o.bundle is not None}
+    grid = compare(columns, timing_options=timing_options, time_reference=req.reference if req.reference in ran else None)
+    return Replay(req.bundle.sha256, req.bundle.root, grid, tuple(outcomes), req.own)
 
 
 def _label(stack: str) -> str:

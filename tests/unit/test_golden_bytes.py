@@ -10,20 +10,25 @@ import hashlib
 
 import pytest
 
+from reprokit.bundle import writer
 from reprokit.bundle.writer import write_bundle
 from reprokit.options import BundleOptions, Origin
 from tests.helpers.fake_capture import EXECUTOR, PROFILE_H100, STACK, make_capture
 
 GOLDEN = {
-    "compile-only": ("triton-3.5-cu130-h100-20261122T060012Z-afebd0af86.tgz",
-                     "335e96bcbd51345bbfa2269c75c01afb70d89cf19d1f93767b91bf2632c9af39"),
-    "gpu": ("triton-3.5-cu130-h100-20261122T060012Z-19366ddd89.tgz",
-            "c646171aba26708c1230ed2e8e763245c73ff5bc7d86c2f6293e9b1c2a3eeb52"),
+    # Repacked when the manifest gained templates_sha256 (what wrote the bundle).
+    "compile-only": ("triton-3.5-cu130-h100-20261122T060012Z-65b5045922.tgz",
+                     "f0a8edb648e93734a3810b39891b5d4a90960dee937434dfec20ac3b3a96788f"),
+    "gpu": ("triton-3.5-cu130-h100-20261122T060012Z-b81c41449e.tgz",
+            "24b55dc4e6ae7fee1608fe915be7b814984de4f75e1f99ed3077686c74737869"),
 }
 
 
 @pytest.mark.parametrize("mode", sorted(GOLDEN))
-def test_an_unchanged_capture_packs_to_the_golden_bytes(tmp_path, mode):
+def test_an_unchanged_capture_packs_to_the_golden_bytes(tmp_path, mode, monkeypatch):
+    # The manifest names the templates' digest (reprokit.bundle.templates), which moves with every
+    # reproducer template: fixed here, so that these bytes pin the writer alone.
+    monkeypatch.setattr(writer, "templates_sha256", lambda: "0" * 64)
     cap = make_capture(tmp_path / "capture", mode=mode)
     # No host environment: what the bundle holds must not depend on who packs it.
     path = write_bundle(cap, Origin(STACK, PROFILE_H100, EXECUTOR, mode), BundleOptions(tmp_path / "out", environ={}))

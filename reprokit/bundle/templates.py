@@ -1,0 +1,50 @@
+"""The digest of the templates that write a bundle's text: manifest.json's `templates_sha256`,
+beside the `reprokit` version (which stays 0.1.0 while the code moves on).
+
+A bundle is stale when the code that writes it has changed since: its reproducers
+(reprokit.harness.reproducer, minimal and reprolaunch, with everything they inline) and its
+README (reprokit.bundle.readme). The digest is taken over what those templates *write* for a
+fixed input (every case of the built-in suite for an H100, and a fixed README), not over their
+source files: a refactoring that writes the same text keeps it, a changed template changes it.
+`make examples` remakes the committed examples whose digest is not the code's
+(tests/unit/test_examples_current.py says which).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+
+from reprokit.bundle import readme
+from reprokit.config import load_config
+from reprokit.harness.reproducer import Reproducers
+from reprokit.suite import build_plan, kernels_dir
+
+# The fixed input the digest renders: the suite as an H100 plan for one stack.
+STACK = {"name": "triton-3.6-cu130", "triton": "3.6.0"}
+_README_MANIFEST = {
+    "stack": STACK, "profile": {"key": "h100", "name": "NVIDIA H100 80GB HBM3", "arch": "sm_90"},
+    "suite": "tma-controls", "mode": "compile-only", "executor": {"name": "venv"}, "created": "1970-01-01T00:00:00Z",
+    "reprokit": "-", "parent": None, "share": {"applied": False},
+}
+
+
+@functools.lru_cache(maxsize=1)
+def templates_sha256() -> str:
+    """sha256 over the suite's reproducers (full and minimal) and a fixed README, in case order."""
+    plan = build_plan(load_config().gpu("h100"), dict(STACK)).to_json()
+    scripts = Reproducers.from_dir(plan, str(kernels_dir()))
+    h = hashlib.sha256()
+    for case in plan["cases"]:
+        full = _text(scripts, case["id"])
+        for text in (full, scripts.minimal(case["id"]) if full else None):
+            h.update(f"{case['id']}\0{len(text or '')}\0".encode() + (text or "").encode())
+    h.update(readme.render("bundle", manifest=_README_MANIFEST, results={"cases": []}, env={}).encode())
+    return h.hexdigest()
+
+
+def _text(scripts, case_id: str) -> str | None:
+    try:
+        return scripts.text(case_id)
+    except (ValueError, SyntaxError):  # a case with no reproducer (as reproducer.write_all skips it)
+        return None
