@@ -17,9 +17,10 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 from reprokit.errors import FileSystemError
 
@@ -99,6 +100,24 @@ def run(
         except OSError as e:  # the output's fault (a full disk), not the command's
             raise FileSystemError.of(log_path, e, "cannot write") from None
     return ProcResult(tuple(argv), proc.returncode, timed_out, out or "", tail(err or ""))
+
+
+@contextmanager
+def session(argv: list[str], **popen: Any) -> Iterator[subprocess.Popen]:
+    """argv started in a session of its own under a lifeline, for a caller that talks to it as it
+    runs (a traced program, whose output passes through): when the block ends, however it ends,
+    and should reprokit be killed outright, every process left in the session is killed.
+    OSError when it cannot be started (the caller says what that means)."""
+    proc = subprocess.Popen(argv, start_new_session=True, **popen)
+    lifeline = _Lifeline(proc.pid)
+    try:
+        yield proc
+    finally:
+        # Ctrl-C and SIGTERM reach only us (the child has its own session), and what the command
+        # left running when it ended (a worker, a daemonised helper) is ours to end too
+        kill_session(proc.pid)
+        proc.wait()
+        lifeline.release()
 
 
 def _session(sid: int) -> list[int]:

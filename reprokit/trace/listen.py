@@ -59,6 +59,17 @@ def install(event, out: str, deriving) -> None:
     _watch_inductor()
 
 
+def after_fork(out: str) -> None:
+    """In a forked child (recorder._after_fork): its own folder, compile numbering and launch
+    counts; the parent's lock may have been held by a thread the fork left behind."""
+    global _LOCK
+    if not _STATE:
+        return
+    _LOCK = threading.RLock()
+    _STATE.update(out=out, n=0, keys={})
+    _STATE.pop("launches", None)
+
+
 def _chain(knob, slot):
     """Make `knob.listener` the slot (a data descriptor on its class: every later set goes
     through it), with the listener already there chained in front, said once."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reprokit import proc
 from reprokit.errors import UsageError
 
 BOOT = Path(__file__).resolve().parent / "boot"
@@ -74,28 +76,30 @@ def resolve(argv: tuple) -> list:
 
 
 def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
-    """Run the program to its end, then parse its records."""
+    """Run the program to its end, then parse its records.
+
+    The program runs in a session of its own under reprokit's lifeline (reprokit/proc.py): when
+    the trace ends, however it ends (SIGKILL included), no process of the program outlives it.
+    The records folder reaches it absolute, so that a program (or a subprocess of it) in another
+    folder records where reprokit reads."""
     argv = resolve(options.argv)
+    trace_dir = trace_dir.absolute()
     trace_dir.mkdir(parents=True, exist_ok=True)
     env = child_env(trace_dir, options, environ)
     tail: list = []
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True, errors="replace",
-                                stdout=sys.stderr if options.stdout_to_stderr else None)
+        with proc.session(argv, env=env, stderr=subprocess.PIPE, text=True, errors="replace",
+                          stdout=sys.stderr if options.stdout_to_stderr else None) as program:
+            pump = threading.Thread(target=_pump, args=(program.stderr, tail), daemon=True)
+            pump.start()
+            code = program.wait()
+            root = program.pid
     except OSError as e:
         raise UsageError(f"trace: cannot start {argv[0]}: {e.strerror}") from None
-    pump = threading.Thread(target=_pump, args=(proc.stderr, tail), daemon=True)
-    pump.start()
-    try:
-        code = proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
     pump.join()
     seconds = time.perf_counter() - t0
-    return parse(trace_dir, code, seconds, "".join(tail))
+    return parse(trace_dir, code, seconds, "".join(tail), root_pid=root)
 
 
 def _pump(stream, tail: list) -> None:
@@ -109,12 +113,83 @@ def _pump(stream, tail: list) -> None:
 
 
 def _read(path: Path) -> list:
-    out = []
-    for line in path.read_text().splitlines():
+    out: list = []
+    try:
+        text = path.read_text()
+    except FileNotFoundError:  # a process killed between making its folder and its first record
+        return out
+    for line in text.splitlines():
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError:
             break  # a line cut short by a process killed mid-write: what came before stands
+    return out
+
+
+@dataclass(frozen=True)
+class _Process:
+    """One recording process's folder (recorder.py: p<pid>-<hex>/) and its records."""
+
+    folder: Path
+    records: list
+
+    @property
+    def start(self) -> dict:
+        return self.records[0]
+
+    def content(self) -> str:
+        """What it recorded, as text: the order of processes the scheduler cannot change."""
+        return json.dumps([(r.get("kernel"), r.get("spec"), r.get("call")) for r in self.records
+                           if r["type"] == "spec"], sort_keys=True, default=str)
+
+
+def _processes(trace_dir: Path, root_pid: int | None) -> list:
+    """The recording processes in the order the merge numbers them: the program reprokit started
+    first, then the others by what they recorded (so that workers the scheduler ran in another
+    order merge alike), and by when they started where they recorded the same."""
+    procs = []
+    for folder in sorted(p for p in trace_dir.iterdir() if p.is_dir() and p.name.startswith("p")):
+        recs = _read(folder / "records.jsonl")
+        if recs and recs[0]["type"] == "start":
+            procs.append(_Process(folder, recs))
+    return sorted(procs, key=lambda p: (p.start.get("pid") != root_pid, p.content(), p.start.get("since", 0)))
+
+
+_SUFFIX = re.compile(r"-\d+(?=\.py$)")
+
+
+def _place_kernels(procs: list, dest: Path) -> list:
+    """Each process's kernel files under one folder: a file two processes extracted alike is kept
+    once, and two kernels of one name with different text are told apart (`-2`) in the merge's
+    order; the spec records name the file where it now is. The program's own modules that the
+    kernels import keep their names (the first process's copy). Returns the records, renamed."""
+    dest.mkdir(parents=True, exist_ok=True)
+    texts: dict = {}  # final name -> bytes
+    out = []
+    for one in procs:
+        named: dict = {}
+        specs = [r for r in one.records if r["type"] == "spec"]
+        for name in dict.fromkeys(r["file"] for r in specs):
+            data = (one.folder / "kernels" / name).read_bytes()
+            base, i = _SUFFIX.sub("", name), 2
+            final = base
+            while final in texts and texts[final] != data:
+                final, i = f"{base[:-3]}-{i}.py", i + 1
+            texts[final] = data
+            named[name] = final
+        for f in sorted((one.folder / "kernels").glob("*.py")):
+            # a module of the program's own (`name.py`; a kernel's file is `module.kernel.py`)
+            if f.name.count(".") == 1 and f.name not in texts:
+                texts[f.name] = f.read_bytes()
+        for f in sorted((one.folder / "kernels").glob("*/**/*.py")):
+            # generated kernels and their helpers (trace/listen.py: generated/...), named by
+            # their compiler after their text: the first process's copy
+            rel = f.relative_to(one.folder / "kernels").as_posix()
+            texts.setdefault(rel, f.read_bytes())
+        out.append([{**r, "file": named[r["file"]]} if r["type"] == "spec" else r for r in one.records])
+    for name, data in sorted(texts.items()):
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(data)
     return out
 
 
@@ -126,12 +201,13 @@ def merge(per_process: list) -> list:
     merged: list = []
     known: dict = {}
     calls: dict = {}
+    kept: set = set()
     n = 0
-    for proc, records in enumerate(per_process):
+    for i, records in enumerate(per_process):
         local = {}
 
-        def call_id(c, proc=proc):  # an autotuner call, numbered anew across processes
-            return calls.setdefault((proc, c), len(calls) + 1)
+        def call_id(c, i=i):  # an autotuner call, numbered anew across processes
+            return calls.setdefault((i, c), len(calls) + 1)
 
         for r in records:
             if r["type"] == "spec":
@@ -148,8 +224,12 @@ def merge(per_process: list) -> list:
             elif r["type"] == "start":
                 if not any(m["type"] == "start" for m in merged):
                     merged.append(r)
-            elif r["type"] in ("launched", "tensors", "digest"):
+            elif r["type"] in ("launched", "digest"):
                 if r["n"] in local:
+                    merged.append({**r, "n": local[r["n"]]})
+            elif r["type"] == "tensors":  # one process's tensors of a specialisation, kept once
+                if r["n"] in local and (local[r["n"]], r["when"]) not in kept:
+                    kept.add((local[r["n"]], r["when"]))
                     merged.append({**r, "n": local[r["n"]]})
             elif r["type"] == "end":
                 counts = {str(local[int(k)]): v for k, v in r["launches"].items() if int(k) in local}
@@ -166,11 +246,24 @@ def merge(per_process: list) -> list:
     return merged
 
 
-def parse(trace_dir: Path, exit_code: int, seconds: float, stderr_tail: str) -> ProgramRun:
-    per_process = [recs for recs in (_read(f) for f in sorted(trace_dir.glob("records.*.jsonl"))) if recs]
-    # the process that imported triton first comes first (each file begins with its start record)
-    per_process.sort(key=lambda recs: recs[0].get("since", 0) if recs[0]["type"] == "start" else 0)
+def parse(trace_dir: Path, exit_code: int, seconds: float, stderr_tail: str, root_pid: int | None = None
+          ) -> ProgramRun:
+    """Merge what every process of the program recorded (recorder.py: one folder each) into one
+    numbering, with the kernel files under `trace_dir/kernels` and kept tensors under
+    `trace_dir/tensors`, named by the merged numbers. `root_pid`: the program reprokit started."""
+    procs = _processes(trace_dir, root_pid)
+    per_process = _place_kernels(procs, trace_dir / "kernels")
+    for one, recs in zip(procs, per_process):
+        for r in recs:
+            if r["type"] == "tensors":
+                r["_from"] = one.folder / "tensors" / r["file"]
     records = merge(per_process)
+    for r in records:
+        if r["type"] == "tensors":
+            src = r.pop("_from")
+            r["file"] = f"{r['n']:04d}.{r['when']}.pt"
+            (trace_dir / "tensors").mkdir(exist_ok=True)
+            shutil.copyfile(src, trace_dir / "tensors" / r["file"])
     start = next((r for r in records if r["type"] == "start"), None)
     return ProgramRun(
         exit_code=exit_code, seconds=seconds, records=tuple(records), stderr_tail=stderr_tail, start=start,

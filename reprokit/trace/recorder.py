@@ -13,10 +13,16 @@ on every release 3.0-3.9 (each has these methods under these names; the hooks do
 The specialisation of each launch comes from the harness's derivation (reprokit.harness.call:
 the release's own JIT run on stand-ins of the launch's arguments, the same code that specialises
 a declared call case), never from the hooks, so GPU and interpreter traces are alike. A launch
-whose arguments were seen before costs their description and a dictionary look-up. Records are appended to
-`$REPROKIT_TRACE_DIR/records.<pid>.jsonl` (one file per process: a program's own subprocesses
-that import triton are traced too, and the host merges them) and flushed at once, so a program
-that dies midway leaves everything it launched before.
+whose arguments were seen before costs their description and a dictionary look-up.
+
+Each process records into a folder of its own, `$REPROKIT_TRACE_DIR/p<pid>-<hex>/` (records.jsonl,
+the extracted kernel files, kept tensors), numbering its specialisations from 1: a program's own
+subprocesses and spawned workers that import triton are traced through the environment (boot/),
+and a forked child starts afresh at the fork (`os.register_at_fork`), so nothing of its parent's
+counter, files or known specialisations is shared. The host merges the folders
+(reprokit/trace/program.py). Each record is one `os.write` to an O_APPEND file: nothing is
+buffered, so a program that dies midway leaves everything it launched before, and a child forked
+mid-write inherits no half line to flush into its parent's file.
 """
 
 from __future__ import annotations
@@ -43,19 +49,20 @@ def install() -> None:
         return
     import triton
 
-    out = os.environ["REPROKIT_TRACE_DIR"]
+    # reprokit hands the folder over absolute; made absolute here too, before the program can
+    # change folder again, so that no record lands in a folder of the program's
+    base = os.path.abspath(os.environ["REPROKIT_TRACE_DIR"])
     profile = json.loads(os.environ.get("REPROKIT_TRACE_PROFILE") or "{}")
     interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-    os.makedirs(os.path.join(out, "kernels"), exist_ok=True)
-    _STATE.update(out=out, profile=profile, capability=int(profile.get("capability", 90)), interpret=interpret,
-                  tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), seen={}, memo={}, fast={}, kernels={},
-                  # open for the program's whole life: each record is flushed as it is written
-                  log=open(os.path.join(out, f"records.{os.getpid()}.jsonl"), "a"), count=0, standin=None)  # noqa: SIM115
-    # `since`: the monotonic clock at install, which orders the processes of one program (not kept in the bundle)
-    _event({"type": "start", "since": time.monotonic_ns(), "triton": triton.__version__, "interpret": interpret,
-            "python": sys.executable,
-            "python_version": platform.python_version(), "torch": _version("torch")})
+    _STATE.update(base=base, profile=profile, capability=int(profile.get("capability", 90)), interpret=interpret,
+                  tensors=os.environ.get("REPROKIT_TRACE_TENSORS", "none"), standin=None)
+    # `since`: the monotonic clock at install, which orders the processes of one program where
+    # nothing else does (not kept in the bundle)
+    _STATE["head"] = {"type": "start", "triton": triton.__version__, "interpret": interpret, "python": sys.executable,
+                      "python_version": platform.python_version(), "torch": _version("torch")}
+    _begin_process(forked_from=None)
     atexit.register(_finish)
+    os.register_at_fork(after_in_child=_after_fork)
     from triton.runtime import jit
 
     _wrap_run(jit.JITFunction)
@@ -87,7 +94,7 @@ def install() -> None:
     # inside the traced program: Triton's compile listener (3.4+): generated kernels, and digests
     from reprokit.trace import listen
 
-    listen.install(_event, out, lambda: getattr(_DERIVING, "on", False))
+    listen.install(_event, _STATE["out"], lambda: getattr(_DERIVING, "on", False))
     _STATE["listen"] = listen
 
 
@@ -100,8 +107,49 @@ def _version(dist: str):
         return None
 
 
+def _begin_process(forked_from) -> None:
+    """This process's own folder, records file and numbering (see the module docstring)."""
+    folder = os.path.join(_STATE["base"], f"p{os.getpid()}-{os.urandom(4).hex()}")
+    os.makedirs(os.path.join(folder, "kernels"))
+    _STATE.update(out=folder, pid=os.getpid(), seen={}, memo={}, fast={}, kernels={}, count=0, autotune_calls=0, finished=False,
+                  log=os.open(os.path.join(folder, "records.jsonl"),
+                              os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644))
+    _event({**_STATE["head"], "since": time.monotonic_ns(), "pid": os.getpid(), "forked_from": forked_from})
+
+
+def _after_fork() -> None:
+    """In a forked child: records of its own from here on. The parent's specialisations are not
+    the child's (a kernel the parent launched is recorded again when the child launches it, and
+    the host keeps it once); its lock may have been held by a thread that the fork left behind."""
+    global _LOCK
+    _LOCK = threading.RLock()
+    try:
+        os.close(_STATE["log"])
+    except OSError:
+        pass
+    _begin_process(forked_from=_STATE["pid"])
+    if _STATE.get("listen") is not None:
+        _STATE["listen"].after_fork(_STATE["out"])
+    # multiprocessing's forked workers (a Pool's, a DataLoader's) leave through os._exit, which
+    # runs no atexit handler (and multiprocessing clears its own finalizers in a new child): the
+    # launch counts are written on the way out through it.
+    real_exit = _STATE.setdefault("os_exit", os._exit)
+
+    def _exit(code):
+        try:
+            _finish()
+        except OSError:  # a full disk: the records so far stand, the child still leaves
+            pass
+        real_exit(code)
+
+    os._exit = _exit
+
+
 def _finish() -> None:
     """At a normal exit (a raised exception included): how often each specialisation launched."""
+    if _STATE.get("finished"):
+        return
+    _STATE["finished"] = True
     with _LOCK:
         counts = {str(e["n"]): e["launches"] for e in _STATE["seen"].values()}
     _event({"type": "end", "launches": counts})
@@ -110,9 +158,9 @@ def _finish() -> None:
 
 
 def _event(rec: dict) -> None:
-    log = _STATE["log"]
-    log.write(json.dumps(rec, sort_keys=True) + "\n")
-    log.flush()
+    data = (json.dumps(rec, sort_keys=True) + "\n").encode()
+    while data:
+        data = data[os.write(_STATE["log"], data):]
 
 
 def _wrap_run(cls) -> None:
@@ -627,7 +675,7 @@ def _wrap_autotuner(cls) -> None:
         if stack is None:
             stack = _TUNING.stack = []
         with _LOCK:
-            _STATE["autotune_calls"] = _STATE.get("autotune_calls", 0) + 1
+            _STATE["autotune_calls"] += 1
             call = _STATE["autotune_calls"]
         name = _name_of_tuned(self)
         stack.append({"kernel": name, "call": call})

@@ -37,12 +37,46 @@ def test_processes_merge_into_one_numbering():
     assert end["launches"] == {"1": 8, "2": 1, "3": 1}
 
 
-def test_parse_orders_processes_by_start_and_survives_a_cut_line(tmp_path):
-    first = [{"type": "start", "since": 10, "triton": "3.6.0"}, _spec(1, "a.k.py", {"x": "*fp16"})]
-    second = [{"type": "start", "since": 20, "triton": "3.6.0"}, _spec(1, "a.k.py", {"x": "*fp32"})]
-    # file names sort the other way round: the order must come from `since`
-    (tmp_path / "records.1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in second) + '{"type": "sp')
-    (tmp_path / "records.9.jsonl").write_text("".join(json.dumps(r) + "\n" for r in first))
-    run = parse(tmp_path, 0, 1.0, "")
-    assert [s["spec"]["signature"]["x"] for s in run.specs] == ["*fp16", "*fp32"]
-    assert run.start["since"] == 10
+def _process(trace_dir, name, records, kernels=(), tail=""):
+    """A process's folder as recorder.py writes it: records.jsonl and its kernel files."""
+    folder = trace_dir / name
+    (folder / "kernels").mkdir(parents=True)
+    (folder / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
+    for file, text in kernels:
+        (folder / "kernels" / file).write_text(text)
+
+
+def test_parse_puts_the_program_first_then_orders_by_what_was_recorded_and_survives_a_cut_line(tmp_path):
+    root = [{"type": "start", "since": 30, "pid": 7, "triton": "3.6.0"}, _spec(1, "a.k.py", {"x": "*i8"})]
+    first = [{"type": "start", "since": 20, "pid": 8, "triton": "3.6.0"}, _spec(1, "a.k.py", {"x": "*fp16"})]
+    second = [{"type": "start", "since": 10, "pid": 9, "triton": "3.6.0"}, _spec(1, "a.k.py", {"x": "*fp32"})]
+    # folder names and start times sort otherwise: the program (pid 7) comes first, then the
+    # workers by what they recorded, whichever the scheduler started first
+    _process(tmp_path, "p1-aa", second, [("a.k.py", "k")], tail='{"type": "sp')
+    _process(tmp_path, "p2-aa", first, [("a.k.py", "k")])
+    _process(tmp_path, "p9-aa", root, [("a.k.py", "k")])
+    run = parse(tmp_path, 0, 1.0, "", root_pid=7)
+    assert [s["spec"]["signature"]["x"] for s in run.specs] == ["*i8", "*fp16", "*fp32"]
+    assert run.start["since"] == 30
+    assert [p.name for p in (tmp_path / "kernels").iterdir()] == ["a.k.py"]
+
+
+def test_parse_keeps_kernel_files_apart_by_their_text_and_tensors_by_the_merged_number(tmp_path):
+    parent = [{"type": "start", "since": 1, "pid": 1}, _spec(1, "m.k.py", {"x": "*fp32"}),
+              {"type": "tensors", "n": 1, "when": "inputs", "file": "0001.inputs.pt"}]
+    # the child's m.k.py is another kernel of that name (another module m): it must not replace
+    # the parent's; its own numbering starts at 1 again, and so does its tensor file
+    child = [{"type": "start", "since": 2, "pid": 2}, _spec(1, "m.k.py", {"x": "*fp32"}),
+             {"type": "tensors", "n": 1, "when": "inputs", "file": "0001.inputs.pt"}]
+    _process(tmp_path, "p1-aa", parent, [("m.k.py", "parent's k"), ("m.py", "module")])
+    _process(tmp_path, "p2-bb", child, [("m.k.py", "child's k"), ("m.py", "module")])
+    for name, data in (("p1-aa", b"parent"), ("p2-bb", b"child")):
+        (tmp_path / name / "tensors").mkdir()
+        (tmp_path / name / "tensors" / "0001.inputs.pt").write_bytes(data)
+    run = parse(tmp_path, 0, 1.0, "", root_pid=1)
+    assert [(s["n"], s["file"]) for s in run.specs] == [(1, "m.k.py"), (2, "m.k-2.py")]
+    kernels = tmp_path / "kernels"
+    assert sorted(p.name for p in kernels.iterdir()) == ["m.k-2.py", "m.k.py", "m.py"]
+    assert (kernels / "m.k.py").read_text() == "parent's k" and (kernels / "m.k-2.py").read_text() == "child's k"
+    assert [r["file"] for r in run.records if r["type"] == "tensors"] == ["0001.inputs.pt", "0002.inputs.pt"]
+    assert (tmp_path / "tensors" / "0002.inputs.pt").read_bytes() == b"child"
