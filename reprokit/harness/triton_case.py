@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+import tempfile
 import time
 import traceback
 
@@ -68,8 +69,19 @@ class PtxasRecorder:
             if log_path and os.path.exists(log_path):
                 with open(log_path, errors="replace") as f:
                     log = f.read()
-            self.calls.append({"argv": _without_redirects(argv), "returncode": rc,
+            self.calls.append({"argv": [_no_temp_name(a) for a in _without_redirects(argv)], "returncode": rc,
                                "seconds": round(time.perf_counter() - start, 4), "log": log})
+
+
+_TEMP_NAME = re.compile(r"tmp\w+")
+
+
+def _no_temp_name(arg: str) -> str:
+    """Triton's temporary .ptx and .o (tempfile's `tmpXXXXXXXX` in the temp folder) as `<tmp>.ptx`:
+    a name drawn anew each compile is no fact about it, and would give each capture new bytes."""
+    root = tempfile.gettempdir().rstrip("/") + "/"
+    m = _TEMP_NAME.match(arg, len(root)) if arg.startswith(root) else None
+    return "<tmp>" + arg[m.end():] if m else arg
 
 
 def _without_redirects(argv: list) -> list:

@@ -16,6 +16,7 @@ one (reprokit.sweep.run), a run, replay, bisect, fleet task or trace publish it 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,10 @@ def stage(workdir: Path, plan: Plan, kernels: Path, kind: str) -> None:
         raise FileSystemError.of(workdir, e, "cannot write") from None
 
 
+# The modification time of every kernel file reprokit stages for a compile (1970-01-01T00:00:00Z).
+KERNEL_MTIME = 0
+
+
 def copy_kernels(plan: Plan, src: Path, dest: Path) -> list[str]:
     """Copy the kernel sources the plan names (and the suite definition) into dest. A plan of
     declared or traced calls (kind "call") or generated kernels takes the whole folder: a user's
@@ -107,6 +112,13 @@ def copy_kernels(plan: Plan, src: Path, dest: Path) -> list[str]:
             raise ConfigError(f"kernel source {src / name} named by the plan does not exist")
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src / name, dest / name)
+        # ptxas writes the modification time of the source file into the cubin's line table:
+        # a copy made now would give every compile of an unchanged kernel new bytes
+        os.utime(dest / name, (KERNEL_MTIME, KERNEL_MTIME))
+    for stale in sorted(dest.rglob("__pycache__")):
+        # bytecode is checked against the source's mtime and size, which no longer tell an
+        # edited kernel from the one compiled before: none is kept beside the copies
+        shutil.rmtree(stale)
     return names
 
 

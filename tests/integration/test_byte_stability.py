@@ -4,16 +4,22 @@ run is left in the bytes."""
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import hashlib
+import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from reprokit.bundle.reader import open_bundle
+from reprokit.errors import ExecutorError
+from tests.conftest import skip_or_fail_triton
+from tests.helpers.interp import interpreter_python
 from tests.helpers.runs import host
 
 pytestmark = pytest.mark.triton
@@ -51,7 +57,9 @@ def test_bundle_share_of_one_capture_is_one_sha256_under_every_hash_seed_and_hom
              "--cases", CASES, "--out", cap, env=_env(HOME=capture_home, **cache))
     assert p.returncode == 0, p.stderr
     planted = (cap / "env.json").read_bytes()                  # the test plants what it looks for
-    assert f"{capture_home}/.triton/cache".encode() in planted and f"{capture_home}/cache/venvs/".encode() in planted
+    assert f"{capture_home}/cache/venvs/".encode() in planted
+    # Triton's folders under HOME the harness itself writes as <home>/... (the same bytes for any HOME)
+    assert b'"<home>/.triton/cache"' in planted and f"{capture_home}/.triton".encode() not in planted
     # The other HOME is a /home/<user> that exists nowhere: bundling reads it, never writes there.
     homes = (capture_home, Path(f"/home/rk{os.getpid()}"))
     tmpdirs = (tmp_path / "tmp-a", tmp_path / "tmp-bb")   # and the temp folder changes too
@@ -117,3 +125,109 @@ def test_a_docker_sweep_is_one_sha256_under_two_tmpdirs(base_image, tmp_path):
         assert env["os"]["in_container"] is True and env["os"]["hostname"] == "reprokit-container"
         assert b'"<tmp>.ptx"' in gzip.decompress(bundle.read_bytes())
     assert len(set(digests.values())) == 1, digests
+
+
+# ---- trace: two runs of one program ------------------------------------------------------------
+
+TIMING_DOC = ROOT / "docs" / "bundle-format.md"
+PROGRAM = ROOT / "tests" / "data" / "trace" / "processes.py"
+
+
+def timing_fields() -> dict:
+    """member pattern -> fields, from docs/bundle-format.md's `timing-fields` block."""
+    text = TIMING_DOC.read_text()
+    block = text.split("```text timing-fields\n", 1)[1].split("```", 1)[0]
+    return {line.split()[0]: line.split()[1:] for line in block.splitlines() if line.strip()}
+
+
+def _drop(doc, path: list):
+    """The JSON document less the field at `path` (`cases[]` walks every element of a list)."""
+    if not path or doc is None:
+        return doc
+    head, rest = path[0], path[1:]
+    if head.endswith("[]"):
+        for item in doc.get(head[:-2]) or []:
+            _drop(item, rest)
+    elif rest:
+        _drop(doc.get(head), rest)
+    else:
+        doc.pop(head, None)
+    return doc
+
+
+def _masked(member: str, data: bytes, fields: list, bundle_name: str) -> bytes:
+    if fields == ["*"]:
+        return b""
+    if fields[0].startswith("line:"):
+        needles = [f[len("line:"):].encode() for f in fields]
+        return b"\n".join(ln for ln in data.split(b"\n") if not any(n in ln for n in needles))
+    if fields[0].startswith("column:"):
+        rows = [r.split(b"\t") for r in data.split(b"\n")]
+        drop = {rows[0].index(f[len("column:"):].encode()) for f in fields}
+        return b"\n".join(b"\t".join(c for i, c in enumerate(r) if i not in drop) for r in rows)
+    doc = json.loads(data)
+    for f in fields:
+        _drop(doc, f.split("."))
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def _members(bundle: Path) -> dict:
+    with tarfile.open(bundle) as tar:
+        return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_two_traces_of_one_program_differ_only_in_the_documented_timing_fields(tmp_path):
+    """A program with a forked child and kept tensors, traced twice under 2 TMPDIRs, 2 HOMEs, 2
+    hash seeds and 2 working folders (one SOURCE_DATE_EPOCH): every member is the same bytes but
+    the documented timing fields, which are masked here exactly as docs/bundle-format.md lists
+    them; kernels/, the IR, cubins, SASS, plan.json and trace/ are never masked."""
+    try:
+        python = str(interpreter_python(host()))
+    except ExecutorError as e:
+        skip_or_fail_triton(str(e))
+    listed = timing_fields()
+    assert not any(fnmatch.fnmatch(m, p) for p in listed
+                   for m in ("plan.json", "kernels/x.py", "trace/trace.json", "cases/a.1/kernel.cubin",
+                             "cases/a.1/kernel.sass", "cases/a.1/kernel.ttir", "cases/a.1/kernel.ptx"))
+    bundles = []
+    for i in (1, 2):
+        home, tmp, cwd = (tmp_path / f"{kind}{i}" for kind in ("home", "tmp", "cwd"))
+        for d in (home, tmp, cwd):
+            d.mkdir()
+        env = _env(HOME=home, TMPDIR=tmp, PYTHONHASHSEED=str(i * 17), SOURCE_DATE_EPOCH=1700000000,
+                   PYTHONPATH=ROOT)
+        env.pop("TRITON_INTERPRET", None)
+        p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--tensors", "small", "--out",
+                            str(tmp_path / f"out{i}"), "--", python, str(PROGRAM), "fork"],
+                           cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
+        assert p.returncode == 0, p.stderr[-3000:]
+        (bundle,) = (tmp_path / f"out{i}").glob("*.tgz")
+        bundles.append(bundle)
+        assert not list(tmp.iterdir()), "the trace left files in its TMPDIR"
+    names = [b.name[:-len(".tgz")] for b in bundles]
+    a, b = (_members(x) for x in bundles)
+    assert sorted(a) == sorted(b)
+    assert any(m.startswith("trace/tensors/") for m in a) and any(m.startswith("kernels/") for m in a)
+    # the members whose sums may differ: the timed ones, and README.md and manifest.json, which
+    # name the bundle
+    timed = sorted(m for m in a if any(fnmatch.fnmatch(m, p) for p in listed)) + ["README.md", "manifest.json"]
+    for member in sorted(a):
+        fields = next((f for p, f in listed.items() if fnmatch.fnmatch(member, p)), None)
+        if fields is not None:
+            assert _masked(member, a[member], fields, names[0]) == _masked(member, b[member], fields, names[1]), member
+        elif member == "manifest.json":
+            docs = []
+            for doc, name in ((json.loads(a[member]), names[0]), (json.loads(b[member]), names[1])):
+                assert doc.pop("name") == name
+                doc.pop("content_sha256")
+                doc["files"] = [f for f in doc["files"] if f["path"] not in timed]
+                docs.append(doc)
+            assert docs[0] == docs[1]
+        elif member == "SHA256SUMS":
+            def kept(data):
+                return [ln for ln in data.decode().splitlines() if ln.split("  ", 1)[1] not in timed]
+            assert kept(a[member]) == kept(b[member])
+        elif member == "README.md":
+            assert a[member].replace(names[0].encode(), b"<name>") == b[member].replace(names[1].encode(), b"<name>")
+        else:
+            assert a[member] == b[member], member
