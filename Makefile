@@ -96,8 +96,9 @@ bench-stacks: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/bench_stacks.py --stack $(BENCH_STACK) --gpu $(GPU) --workers $(WORKERS)
 
 # Pack + verify a ~500 MB synthetic capture against `tar czf` + `sha256sum` (target <= 1.2x).
-# Kill run, capture, bundle and prepare at random moments (COUNT each, default 50) and count what
-# is left: partial files, mixed outputs, orphan processes, next runs that failed. All must be 0.
+# Kill run, capture, bundle, prepare, replay, sweep and trace at random moments (COUNT each, default
+# 50) and count what is left: partial files, mixed outputs, orphan processes (a traced program and
+# its children included), next runs that failed, bytes in TMPDIR and in the user's folders. All must be 0.
 COUNT ?= 50
 .PHONY: bench-faults
 bench-faults: $(VENV)/.installed

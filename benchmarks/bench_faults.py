@@ -1,5 +1,5 @@
-"""make bench-faults: kill `run`, `capture`, `bundle`, `prepare`, `replay` and `sweep` at random
-moments and count what the kills left behind.
+"""make bench-faults: kill `run`, `capture`, `bundle`, `prepare`, `replay`, `sweep` and `trace` at
+random moments and count what the kills left behind.
 
 For each verb: one clean run first (its wall time bounds the kill moments), then --count times:
 start the verb as a real process, wait a random moment within that time, send it a random one of
@@ -16,6 +16,14 @@ Printed per verb, all of which must be 0:
   failed    next runs that failed (a leftover in the way, a lock never released)
   temp_bytes  bytes left under the run's TMPDIR after the next run (a killed run's scratch folder,
             the harness's reprokit-cases-*, ptxas temps: the next run must have removed them)
+  user_bytes  bytes left in a folder of the user's that the run does not own (trace: the folder
+            its program's subprocess runs in); anything at all there also counts as partial
+
+trace runs tests/data/trace/processes.py under Triton's interpreter (the interpreter venv of
+tests/helpers/interp.py) from the work folder with a relative --out, in its `cwd` way: the
+program launches a kernel, then a subprocess started in the user's folder launches another, so
+that a kill lands in the program, in its child, or in the capture; an orphan is the program or
+its child still running.
 
 replay starts from a bundle made once beforehand; sweep runs a 12-point grid of its own and starts
 each kill from an empty work folder, so that the kill lands mid-grid, and the next run resumes
@@ -56,8 +64,10 @@ CASES = "block_ptr.p0,tensor_descriptor.p0"
 class Verb:
     """One verb's command, the folders its leftovers may sit in, and how to judge its output."""
 
-    def __init__(self, name: str, args: list, outputs: list[Path], env: dict, reset=None, whole=None, again=None):
+    def __init__(self, name: str, args: list, outputs: list[Path], env: dict, reset=None, whole=None, again=None,
+                 cwd: Path = ROOT, user: Path | None = None):
         self.name, self.args, self.outputs, self.env = name, args, outputs, env
+        self.cwd, self.user = cwd, user           # where it starts; a folder of the user's it must leave as it was
         self.reset = reset or (lambda: None)      # drop the finished output, so the next run writes again
         self.again = again or self.reset          # before the run after a kill (a sweep keeps its work to resume)
         self.whole = whole or (lambda: True)      # is what stands at the output whole?
@@ -169,7 +179,23 @@ def verbs(work: Path, stack: str, workers: int, wanted: set) -> list[Verb]:
                         reset=lambda: _drop([*sweep_out.glob("*.tgz"), *([cell] if cell.exists() else [])]),
                         again=lambda: _drop(sweep_out.glob("*.tgz")),
                         whole=lambda: _sweep_whole(sweep_work, sweep_out)))
+    if "trace" in wanted:
+        from tests.helpers.interp import interpreter_python
+        from tests.helpers.runs import host
+
+        python = str(interpreter_python(host()))
+        user, traced = work / "user-folder", work / "trace-out"
+        user.mkdir()
+        trace_env = {**env, "PYTHONPATH": str(ROOT)}
+        out.append(Verb("trace", ["trace", "--tensors", "small", "--out", traced.name, "--", python,
+                                  ROOT / "tests" / "data" / "trace" / "processes.py", "cwd", user],
+                        [traced, tmp, user], trace_env, reset=lambda: _drop(traced.glob("*.tgz")),
+                        whole=lambda: _bundles_whole(traced), cwd=work, user=user))
     return out
+
+
+def _user_left(v: Verb) -> list[str]:
+    return [] if v.user is None else sorted(str(p) for p in v.user.iterdir())
 
 
 def _tmp_left(tmp: Path) -> list[str]:
@@ -190,17 +216,17 @@ def _bytes_under(folder: Path) -> int:
 def one_verb(v: Verb, count: int, rng: random.Random, say) -> dict:
     v.reset()
     t0 = time.monotonic()
-    rc, _, err = Watched(v.args, env=v.env).wait(timeout=900)
+    rc, _, err = Watched(v.args, env=v.env, cwd=v.cwd).wait(timeout=900)
     span = time.monotonic() - t0
     if rc != 0:
         raise SystemExit(f"{v.name}: the clean run failed ({rc}): {err.strip().splitlines()[-1:]}")
-    tally = {"kills": 0, "partial": 0, "mixed": 0, "orphans": 0, "failed": 0, "temp_bytes": 0,
+    tally = {"kills": 0, "partial": 0, "mixed": 0, "orphans": 0, "failed": 0, "temp_bytes": 0, "user_bytes": 0,
              "span_s": round(span, 2)}
     tmp = Path(v.env["TMPDIR"])
     for i in range(count):
         v.reset()
         at, signum = rng.uniform(0, span), rng.choice(SIGNALS)
-        run = Watched(v.args, env=v.env)
+        run = Watched(v.args, env=v.env, cwd=v.cwd)
         time.sleep(at)
         run.signal(signum)
         run.wait(timeout=900)
@@ -208,18 +234,19 @@ def one_verb(v: Verb, count: int, rng: random.Random, say) -> dict:
         if run.orphans():
             tally["orphans"] += 1
             say(f"  {v.name} #{i} {signal.Signals(signum).name} at {at:.2f}s: orphans {run.orphans()}")
-        left = [] if signum == signal.SIGKILL else half_done(*v.outputs) + _tmp_left(tmp)
+        left = _user_left(v) + ([] if signum == signal.SIGKILL else half_done(*v.outputs) + _tmp_left(tmp))
         if not v.whole():
             tally["mixed"] += 1
             say(f"  {v.name} #{i}: output not whole after {signal.Signals(signum).name} at {at:.2f}s")
         v.again()
-        again = Watched(v.args, env=v.env)
+        again = Watched(v.args, env=v.env, cwd=v.cwd)
         rc, _, err = again.wait(timeout=900)
         if rc != 0:
             tally["failed"] += 1
             say(f"  {v.name} #{i}: the next run failed ({rc}): {err.strip().splitlines()[-1:]}")
-        left += half_done(*v.outputs) + _tmp_left(tmp)
+        left += half_done(*v.outputs) + _tmp_left(tmp) + _user_left(v)
         tally["temp_bytes"] += _bytes_under(tmp)  # what the kill and the next run left in $TMPDIR
+        tally["user_bytes"] += _bytes_under(v.user) if v.user is not None else 0
         if left:
             tally["partial"] += len(set(left))
             say(f"  {v.name} #{i} {signal.Signals(signum).name} at {at:.2f}s left: {sorted(set(left))}")
@@ -232,7 +259,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=int(os.environ.get("BENCH_FAULTS_COUNT") or 50),
                     help="kills per verb (default 50, or $BENCH_FAULTS_COUNT)")
-    ap.add_argument("--verbs", default="run,capture,bundle,prepare,replay,sweep")
+    ap.add_argument("--verbs", default="run,capture,bundle,prepare,replay,sweep,trace")
     ap.add_argument("--stack", default="triton-3.6-cu130")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=None)
@@ -257,7 +284,8 @@ def main() -> int:
             totals[v.name] = one_verb(v, args.count, rng, say)
             say(f"{v.name:8s} " + "  ".join(f"{k} {val}" for k, val in totals[v.name].items())
                 + f"  ({time.monotonic() - t0:.0f} s)")
-    bad = {k: sum(t[k] for t in totals.values()) for k in ("partial", "mixed", "orphans", "failed", "temp_bytes")}
+    bad = {k: sum(t[k] for t in totals.values())
+           for k in ("partial", "mixed", "orphans", "failed", "temp_bytes", "user_bytes")}
     say("total    " + "  ".join(f"{k} {v}" for k, v in bad.items()) + ("  OK" if not any(bad.values()) else "  FAIL"))
     return 1 if any(bad.values()) else 0
 
