@@ -24,7 +24,7 @@ from pathlib import Path
 
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
-from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber
+from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber, recorded_homes
 from reprokit.bundle.templates import templates_sha256
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, cut_values, redact_argv, redact_env
@@ -212,6 +212,24 @@ def _drop_board_identity(env) -> None:
         env["board"]["identity"] = None
 
 
+def _triton_home(env) -> None:
+    """Triton's folders under the stack's HOME (its knobs: home_dir, and the cache, dump and
+    override folders that default under it) as `<home>/...`, with or without --share: where
+    HOME was is no fact about the compiler, and would pack one program's capture to other bytes
+    under another HOME. (The scrubber has taken that HOME already, for what --share scrubs.)"""
+    knobs = env.get("knobs") if isinstance(env, dict) else None
+    if not isinstance(knobs, dict):
+        return
+    homes = sorted({h.rstrip("/") for h in recorded_homes({"knobs": knobs}) if len(h.rstrip("/")) > 1},
+                   key=lambda h: (-len(h), h))
+    for group in knobs.values():
+        for key, value in (group.items() if isinstance(group, dict) else ()):
+            home = next((h for h in homes if isinstance(value, str) and (value == h or value.startswith(h + "/"))),
+                        None)
+            if home is not None:
+                group[key] = "<home>" + value[len(home):]
+
+
 def _keep_words(plan: dict, stack: dict, profile: dict, executor: dict) -> frozenset:
     words = {stack.get("name"), profile.get("key"), profile.get("name"), executor.get("name"), plan.get("suite")}
     for c in plan.get("cases", []) if isinstance(plan.get("cases"), list) else []:
@@ -269,6 +287,7 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     _redact_env_doc(env_raw)
     if share:
         _drop_board_identity(env_raw)
+    _triton_home(env_raw)
     log = _Scrubbed()
     doc_bytes = {}
     for n in DOCS:

@@ -110,18 +110,9 @@ def _knobs(triton):
                 value = getattr(group, name)
             except (OSError, RuntimeError, ValueError) as e:  # a knob whose tool is missing
                 value = f"<unavailable: {e}>"
-            values[name] = _homeless(value) if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
+            values[name] = value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
         out[group_name] = values
     return out
-
-
-def _homeless(value):
-    """A knob's path under HOME (Triton's cache, dump and override folders default there) as
-    `<home>/...`: where HOME is is no fact about the compiler, and would give each user new bytes."""
-    home = os.path.expanduser("~").rstrip("/")
-    if isinstance(value, str) and len(home) > 1 and (value == home or value.startswith(home + "/")):
-        return "<home>" + value[len(home):]
-    return value
 
 
 def knobs_read_by_python() -> set:
