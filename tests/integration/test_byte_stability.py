@@ -230,3 +230,29 @@ def test_two_traces_of_one_program_differ_only_in_the_documented_timing_fields(t
             assert a[member].replace(names[0].encode(), b"<name>") == b[member].replace(names[1].encode(), b"<name>")
         else:
             assert a[member] == b[member], member
+
+
+def test_two_captures_of_one_case_give_the_same_cubin_and_metadata(stack_ready, tmp_path):
+    """`capture` (and so `run`) stages the kernel files with a fixed modification time, which
+    ptxas writes into the cubin: two captures, under 2 TMPDIRs and 2 working folders, give the
+    same IR, cubin and SASS, and metadata.json apart from the documented timing fields."""
+    stack_ready(STACK)
+    listed = timing_fields()
+    caps = []
+    for i in (1, 2):
+        tmp, cwd = tmp_path / f"tmp{i}", tmp_path / f"cwd{i}"
+        tmp.mkdir()
+        cwd.mkdir()
+        cap = tmp_path / f"cap{i}"
+        p = subprocess.run([sys.executable, "-m", "reprokit", "capture", "--gpu", "h100", "--stack", STACK,
+                            "--executor", "venv", "--workers", "1", "--cases", "block_ptr.p0", "--out", str(cap)],
+                           capture_output=True, text=True, cwd=cwd, timeout=600, check=False,
+                           env=_env(TMPDIR=tmp, PYTHONPATH=ROOT))
+        assert p.returncode == 0, p.stderr[-3000:]
+        caps.append(cap / "cases" / "block_ptr.p0")
+    a, b = caps
+    for name in ("kernel.ttir", "kernel.ttgir", "kernel.llir", "kernel.ptx", "kernel.cubin", "kernel.sass"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    fields = listed["cases/*/metadata.json"]
+    assert _masked("", (a / "metadata.json").read_bytes(), fields, "") == \
+        _masked("", (b / "metadata.json").read_bytes(), fields, "")
