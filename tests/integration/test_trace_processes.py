@@ -115,6 +115,18 @@ def test_a_forked_child_records_its_own_case(tmp_path, interp_python):
     assert all(r["status"] == "ok" for r in json.loads((root / "results.json").read_text())["cases"])
 
 
+def test_a_pool_of_forked_workers_gives_each_kernel_its_case(tmp_path, interp_python):
+    """A fork pool (as a DataLoader's), ended by terminate(): whichever worker ran which task,
+    the cases and their order are the same (the program's first, then the workers' by what they
+    recorded), each with its own tensors."""
+    code, doc, root = _trace(tmp_path, interp_python, "pool")
+    assert code == 0, doc
+    cases = _cases(root)
+    assert list(cases) == ["ka.1", "kc.1", "kb.1", "kd.1"]
+    for cid, want in (("kb.1", ("float16", "[48]")), ("kd.1", ("float64", "[16]")), ("kc.1", ("int32", "[80]"))):
+        assert _tensors(interp_python, root, cases[cid]) == [want] * 2, cid
+
+
 def test_a_spawned_worker_is_traced(tmp_path, interp_python):
     code, doc, root = _trace(tmp_path, interp_python, "spawn")
     assert code == 0, doc

@@ -4,6 +4,7 @@
   cwd DIR     launch ka, then a subprocess started in DIR (cwd=) launches kb
   fork        launch ka, a forked child (multiprocessing's fork) kb, then the parent kc
   spawn       launch ka, then a spawned worker (multiprocessing's spawn) kd
+  pool        launch ka, then a pool of 2 forked workers (as a DataLoader's) kb and kd, then kc
 
 Each kernel runs on tensors of its own dtype and size, so that a case's kept tensors say whose
 they are. It picks its device from torch.
@@ -70,6 +71,11 @@ if __name__ == "__main__":
         p.start()
         p.join()
         assert p.exitcode == 0, p.exitcode
+        launch("kc")
+    elif how == "pool":
+        # `with` ends the pool by terminate(): its workers are killed, as a DataLoader's are
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            pool.map(launch, ["kb", "kd"], chunksize=1)
         launch("kc")
     elif how == "spawn":
         p = multiprocessing.get_context("spawn").Process(target=launch, args=("kd",))
