@@ -194,10 +194,10 @@ def _place_kernels(procs: list, dest: Path) -> list:
 
 
 def merge(per_process: list) -> list:
-    """One list of records from each process's (first the one that imported triton first): the
+    """One list of records from each process's, in the order given (_processes): the
     specialisations numbered anew in that order, one that several processes launched kept once
-    (same kernel file, same specialisation), and each process's later records following its
-    own numbers."""
+    (same kernel file, same specialisation) with the first process's tensors, and each
+    process's later records following its own numbers."""
     merged: list = []
     known: dict = {}
     calls: dict = {}
