@@ -106,3 +106,39 @@ def test_a_program_that_cannot_run_is_one_line_exit_5(tmp_path):
         with pytest.raises(FileSystemError) as e:
             proc.run([str(program)], timeout=10)
         assert e.value.exit_code == 5 and str(e.value) == f"{program}: cannot run: {why}"
+
+
+def test_a_session_takes_down_what_its_command_left_running():
+    """proc.session (a traced program's way of running): when the block ends, the command's
+    children go too, and its output could be read as it ran."""
+    with proc.session([sys.executable, "-c", SPAWNER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      text=True) as p:
+        grandchild = int(p.stdout.readline().split()[0])
+        assert p.stderr.readline() == "started\n"
+        assert _alive(p.pid) and _alive(grandchild)
+    assert not _alive(p.pid) and not _alive(grandchild)
+
+
+def test_a_killed_reprokit_takes_a_session_with_it(tmp_path):
+    """SIGKILL of the process holding a proc.session: the lifeline kills the command's session."""
+    pids = tmp_path / "pids"
+    cmd = ("import os, subprocess, sys, time; "
+           "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+           f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{p.pid}}'); time.sleep(60)")
+    host = ("import sys; from reprokit import proc\n"
+            f"with proc.session([sys.executable, '-c', {cmd!r}]) as p:\n    p.wait()")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.Popen([sys.executable, "-c", host], env={**os.environ, "PYTHONPATH": root})
+    for _ in range(200):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    started = [int(x) for x in pids.read_text().split()]
+    assert all(_alive(pid) for pid in started)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    for _ in range(100):
+        if not any(_alive(pid) for pid in started):
+            break
+        time.sleep(0.05)
+    assert [pid for pid in started if _alive(pid)] == []
