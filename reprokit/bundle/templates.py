@@ -25,7 +25,7 @@ STACK = {"name": "triton-3.6-cu130", "triton": "3.6.0"}
 _README_MANIFEST = {
     "stack": STACK, "profile": {"key": "h100", "name": "NVIDIA H100 80GB HBM3", "arch": "sm_90"},
     "suite": "tma-controls", "mode": "compile-only", "executor": {"name": "venv"}, "created": "1970-01-01T00:00:00Z",
-    "reprokit": "-", "parent": None, "share": {"applied": False},
+    "reprokit": "-", "parent": None, "share": {"applied": False}, "redaction": {},
 }
 
 

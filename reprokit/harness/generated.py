@@ -266,6 +266,55 @@ def _recording_release(case: dict, plan: dict):
     return None
 
 
+def _where_parted(want: dict, case_dir: str, rec: dict) -> str:
+    """Where the capture's compile parted from the program's: the first IR level whose digest
+    differs, and the compile options that differ (the program's metadata against the capture's,
+    found in this case's Triton cache by its cubin); "" when the trace recorded neither."""
+    # local, as faithful()'s: only a traced case that differs needs them
+    from reprokit.harness.toolbox import compile_options, stage_digest
+
+    said = []
+    for stage in ("ttgir", "llir", "ptx"):
+        theirs = (want.get("stages") or {}).get(stage)
+        if theirs and stage in rec["artifacts"]:
+            with open(os.path.join(case_dir, rec["artifacts"][stage]), errors="replace") as f:
+                if stage_digest(stage, f.read()) != theirs:
+                    said.append(f"first at {stage}")
+                    break
+    mine = _capture_metadata(case_dir, rec)
+    if want.get("options") and mine is not None:
+        ours = compile_options(mine)
+        keys = sorted(k for k in set(want["options"]) | set(ours) if want["options"].get(k) != ours.get(k))
+        if keys:
+            said.append("options differ: " + ", ".join(f"{k} {want['options'].get(k)!r} in the program, "
+                                                       f"{ours.get(k)!r} here" for k in keys[:6]))
+    return f"; {'; '.join(said)}" if said else ""
+
+
+def _capture_metadata(case_dir: str, rec: dict):
+    """Triton's metadata JSON of this case's compile: the cache entry whose cubin is its cubin."""
+    import json  # only a traced case that differs reads it
+
+    cache = os.environ.get("TRITON_CACHE_DIR")
+    if not cache or "cubin" not in rec["artifacts"] or not os.path.isdir(cache):
+        return None
+    with open(os.path.join(case_dir, rec["artifacts"]["cubin"]), "rb") as f:
+        cubin = f.read()
+    for entry in sorted(os.listdir(cache)):
+        folder = os.path.join(cache, entry)
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        for name in names:
+            if name.endswith(".cubin"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    if f.read() != cubin:
+                        continue
+                meta = os.path.join(folder, name[:-len(".cubin")] + ".json")
+                if os.path.isfile(meta):
+                    with open(meta) as f:
+                        return json.load(f)
+    return None
+
+
 def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
     """Whether this compile is the program's: {"same": True/False/None, "checked", "reason"}.
     Judged only on the release and target that recorded it (None elsewhere: a replay on another
@@ -294,5 +343,6 @@ def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
     if differ:
         return {"same": False, "checked": checked,
                 "reason": f"the capture's {' and '.join(differ)} differ from the program's own compile "
-                          f"(triton {triton.__version__}, sm_{arch}): reprokit did not recreate what the program compiled"}
+                          f"(triton {triton.__version__}, sm_{arch}){_where_parted(want, case_dir, rec)}: "
+                          "reprokit did not recreate what the program compiled"}
     return {"same": True, "checked": checked, "reason": f"{' and '.join(checked)} equal to the program's own compile"}

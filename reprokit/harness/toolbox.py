@@ -204,6 +204,36 @@ def ttir_digest(text: str) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
+_LLVM_DEBUG = re.compile(r",?\s*!dbg !\d+|^!\d+ = .*$|^declare void @llvm\.dbg\..*$", re.M)
+_PTX_DEBUG = re.compile(r"^\s*(\.loc|\.file|//).*$|^\s*\.section\s+\.debug.*?^\s*}", re.M | re.S)
+
+
+def stage_digest(stage: str, text: str) -> str:
+    """sha256 of one IR level less what names the file it came from: MLIR locations (ttir,
+    ttgir), LLVM debug metadata (llir), PTX line directives and debug sections (ptx). Two
+    compiles of one kernel from modules at two paths give the same digests; where they differ,
+    the first level that does says where the compiles parted."""
+    if stage == "llir":
+        text = _LLVM_DEBUG.sub("", text)
+    elif stage == "ptx":
+        text = _PTX_DEBUG.sub("", text)
+    else:
+        return ttir_digest(text)
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+# Triton's compile metadata that says how a kernel was compiled (options and what they gave),
+# compared key by key when two compiles differ; paths and the hash are left out.
+METADATA_SKIP = ("hash", "extern_libs", "name", "triton_version")
+
+
+def compile_options(meta: dict) -> dict:
+    """The comparable part of a compile's metadata JSON (the cache's <kernel>.json)."""
+    return {k: v for k, v in sorted(meta.items()) if k not in METADATA_SKIP
+            and (v is None or isinstance(v, (bool, int, float, str, list)))}
+
+
 def _cache_get(cache: str, key: str):
     try:
         with open(os.path.join(cache, key[:2], key + ".sass"), errors="replace") as f:

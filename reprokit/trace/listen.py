@@ -199,21 +199,31 @@ def _cache_root(group: dict):
 
 
 def digests_of(group: dict) -> dict:
-    """{"ttir", "cubin"}: sha256 of a compile's TTIR less locations, and of its cubin less its debug sections."""
-    out = {}
+    """{"ttir", "cubin", "stages", "options"}: sha256 of a compile's TTIR less locations, of its
+    cubin less its debug sections, of every other IR level less what names its file
+    (toolbox.stage_digest), and the compile's options as its metadata records them: what the
+    capture is held to, and what says where the two parted when they differ."""
+    out: dict = {}
     # inside the traced program, loaded at its first compile: the harness's own digests, so that
     # trace and capture agree
-    from reprokit.harness.toolbox import cubin_code_digest, ttir_digest
+    from reprokit.harness.toolbox import compile_options, cubin_code_digest, stage_digest, ttir_digest
 
     for name, path in sorted(group.items()):
+        stage = name.rsplit(".", 1)[-1]
         try:
-            if name.endswith(".ttir"):
+            if stage == "ttir":
                 with open(path, errors="replace") as f:
                     out["ttir"] = ttir_digest(f.read())
-            elif name.endswith(".cubin"):
+            elif stage == "cubin":
                 with open(path, "rb") as f:
                     out["cubin"] = cubin_code_digest(f.read())
-        except OSError:
+            elif stage in ("ttgir", "llir", "ptx"):
+                with open(path, errors="replace") as f:
+                    out.setdefault("stages", {})[stage] = stage_digest(stage, f.read())
+            elif stage == "json" and not os.path.basename(name).startswith("__grp__"):
+                with open(path) as f:
+                    out["options"] = compile_options(json.load(f))
+        except (OSError, ValueError):
             continue  # a cache file gone (another process cleared it): that digest is missing, said by its absence
     return out
 
