@@ -172,21 +172,26 @@ def cubin_digest(cubin: bytes) -> str:
     return elf.digest_without(cubin, (b".debug_line",))
 
 
-_DEBUG = (b".debug", b".rela.debug", b".nv_debug", b".rel.debug")
+# The sections that say what runs: the machine code, the resources and attributes the driver
+# reads (registers, parameters, barriers), shared memory and the parameter bank. Left out with the
+# debug sections: initialised globals and the bank that points at them, which with debug on hold
+# the device asserts' messages, and those name the source file.
+_CODE = (b".text.", b".nv.info", b".nv.shared.", b".nv.constant0")
 
 
 def cubin_code_digest(cubin: bytes) -> str:
-    """sha256 of a cubin's sections by name and content, debug sections left out: the code, its
-    resources and symbols, whatever file the kernel was compiled from. Two compiles of one kernel
-    from modules at two paths differ only in their debug sections (the line table names the file
-    and its mtime, the embedded PTX its path), which also shifts every offset after them; a cubin
-    that is no ELF we read is hashed whole."""
+    """sha256 of a cubin's code sections by name and content (_CODE): what runs, whatever file the
+    kernel was compiled from. Two compiles of one kernel from modules at two paths differ in their
+    debug sections (the line table names the file and its mtime, the embedded PTX its path), and
+    with debug on (Inductor compiles with debug=True) in the assert messages, which name the file,
+    and the symbols and strings that index them; none of that is code. A cubin that is no ELF we
+    read is hashed whole."""
     parts = elf.sections(cubin)
     if not parts:
         return hashlib.sha256(cubin).hexdigest()
     h = hashlib.sha256()
     for sec in sorted(parts, key=lambda x: x.name):
-        if sec.name.startswith(_DEBUG):
+        if not sec.name.startswith(_CODE):
             continue
         body = b"" if sec.kind == elf.SHT_NOBITS else cubin[sec.offset:sec.offset + sec.size]
         h.update(b"%s %d %d\0" % (sec.name, sec.kind, sec.size))
@@ -205,7 +210,8 @@ def ttir_digest(text: str) -> str:
 
 
 _LLVM_DEBUG = re.compile(r",?\s*!dbg !\d+|^!\d+ = .*$|^declare void @llvm\.dbg\..*$", re.M)
-_PTX_DEBUG = re.compile(r"^\s*(\.loc|\.file|//).*$|^\s*\.section\s+\.debug.*?^\s*}", re.M | re.S)
+_PTX_LINE = re.compile(r"^\s*(\.loc|\.file|//).*$", re.M)
+_PTX_SECTION = re.compile(r"^\s*\.section\s+\.debug.*?^\s*}", re.M | re.S)
 
 
 def stage_digest(stage: str, text: str) -> str:
@@ -216,7 +222,7 @@ def stage_digest(stage: str, text: str) -> str:
     if stage == "llir":
         text = _LLVM_DEBUG.sub("", text)
     elif stage == "ptx":
-        text = _PTX_DEBUG.sub("", text)
+        text = _PTX_LINE.sub("", _PTX_SECTION.sub("", text))
     else:
         return ttir_digest(text)
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]

@@ -62,6 +62,11 @@ def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     env["REPROKIT_TRACE_TENSORS"] = options.tensors
     if options.interpret:
         env["TRITON_INTERPRET"] = "1"
+    # Inductor compiles in a pool of worker processes by default, whose compiles the recorder does
+    # not yet follow (measured on the H100: a default-mode torch.compile program recorded nothing).
+    # One compile thread keeps every compile in the program's own process; the kernels are the
+    # same. A value the user set is kept.
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     return env
 
 

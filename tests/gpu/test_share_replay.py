@@ -23,7 +23,7 @@ from tests.helpers.bundle_tools import reseal
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAM = ROOT / "tests" / "data" / "trace" / "secrets.py"
+PROGRAM = ROOT / "tests" / "data" / "trace" / "planted_secrets.py"
 SECRET = "zq9X7mK2pL4vR8nT1wY6"
 
 

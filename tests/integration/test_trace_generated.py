@@ -39,7 +39,8 @@ def test_generated_kernels_are_cases_held_to_the_programs_compile(tmp_path, inte
         assert {int(k[0]): v for k, v in case["generated"]["constants"]} == constants
         assert case["num_warps"] == warps and case["num_stages"] == 1
         assert case["generated"]["options"] == {"sanitize_overflow": False}
-        assert set(case["trace"]["digests"]) == {"ttir", "cubin"} and case["trace"]["triton"] == "3.6.0"
+        assert set(case["trace"]["digests"]) == {"ttir", "cubin", "stages", "options"} and case["trace"]["triton"] == "3.6.0"
+        assert set(case["trace"]["digests"]["stages"]) == {"ttgir", "llir", "ptx"} and case["trace"]["digests"]["options"]["num_warps"] >= 1
         assert case["trace"]["launched"] is False  # compiled ahead of time; nothing runs without a GPU
         rec = results[cid]
         assert rec["status"] == "ok", rec
@@ -90,7 +91,7 @@ def test_a_module_patched_in_the_program_is_not_reproduced_never_a_compile_error
     bad = results["triton_poi_fused_gelu_exp_0.1"]
     assert bad["status"] == "not_reproduced" and bad["verdict"] == "not_reproduced" and bad["met"] is None
     assert bad["reproduced"] == {"same": False, "checked": ["cubin", "ttir"], "reason": bad["error"]}
-    assert "ttir" in bad["error"] and "cubin" in bad["error"]
+    assert "ttir" in bad["error"] and "cubin" in bad["error"] and "first at ttgir" in bad["error"]  # where it parted
     # the kernels the patch did not touch are still the program's own
     assert [results[c]["status"] for c in ("triton_per_fused_amax_softmax_1.1", "triton_per_fused_amax_softmax_1.2")] \
         == ["ok", "ok"]

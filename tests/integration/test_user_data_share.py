@@ -32,7 +32,7 @@ from tests.helpers.runs import host
 pytestmark = pytest.mark.triton
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAM = ROOT / "tests" / "data" / "trace" / "secrets.py"
+PROGRAM = ROOT / "tests" / "data" / "trace" / "planted_secrets.py"
 STACK, GPU = "triton-3.6-cu130", "h100"
 USER = "amy"   # the program puts it in its input bytes, as a short name turns up in random data
 
@@ -50,13 +50,13 @@ ARGV = ["--api-key", ARGV_SECRETS["--api-key"], f"--token={ARGV_SECRETS['--token
         "--client-secret", ARGV_SECRETS["--client-secret"], f"--apikey={ARGV_SECRETS['--apikey']}",
         "--auth-token", ARGV_SECRETS["--auth-token"], "--sort-key", "plainvalue", "--author", "someone"]
 ENV_SECRET = ("HF_TOKEN", "hf_" + "Qm7xW2pL9vR4nT8kZ3yB6cD1fG5hJ0aSsE")
-KERNEL_TOKEN = "ghp_Zk3Lq9Wm2Xv7Rt5Yp8Nb4Hc6Jd1Fs0Ga2Qe"    # in secrets.py's kernel comment
+KERNEL_TOKEN = "ghp_Zk3Lq9Wm2Xv7Rt5Yp8Nb4Hc6Jd1Fs0Ga2Qe"    # in planted_secrets.py's kernel comment
 OUTSIDE = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzQ"
 NEEDLES = [*ARGV_SECRETS.values(), ENV_SECRET[1], KERNEL_TOKEN, "wJalrXUtnFEMI", "root:x:0:0"]
 
 
 def expected_input() -> bytes:
-    """secrets.py's input bytes, computed here without torch: random bytes with USER in them."""
+    """planted_secrets.py's input bytes, computed here without torch: random bytes with USER in them."""
     data = bytearray(random.Random(7).randbytes(1 << 16))
     data[1000:1000 + len(USER)] = USER.encode()
     return bytes(data)
@@ -99,7 +99,7 @@ def interp_python() -> str:
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory, interp_python) -> dict:
-    """share -> (process, bundle path) of `trace --tensors small` of secrets.py with ARGV."""
+    """share -> (process, bundle path) of `trace --tensors small` of planted_secrets.py with ARGV."""
     out = {}
     for share in (False, True):
         d = tmp_path_factory.mktemp(f"trace-share-{share}")
@@ -283,7 +283,7 @@ def test_run_and_bundle_let_no_secret_out(tmp_path, venv_stack, traced, share):
     for rel in ("trace/tensors/0001.inputs.pt", "trace/tensors/0001.outputs.pt"):
         (cap / rel).write_bytes(traced_files[rel])
     (cap / "trace" / "trace.json").write_text(json.dumps({
-        "format": 1, "command": ["python", "secrets.py", *ARGV], "exit_code": 3, "tensor_files": [],
+        "format": 1, "command": ["python", "planted_secrets.py", *ARGV], "exit_code": 3, "tensor_files": [],
         "stderr_tail": "using " + " ".join(ARGV) + f"\n{ENV_SECRET[1]}\n"}))
     shutil.rmtree(tmp_path / "again", ignore_errors=True)
     p = reprokit("bundle", cap, "--out", tmp_path / "again", *flag, cwd=tmp_path)

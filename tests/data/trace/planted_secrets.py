@@ -1,6 +1,6 @@
 """A program that is handed secrets on its command line and prints one back before it fails, with
 a write-only output it allocates with torch.empty and an input whose bytes hold a short user name.
-Usage: secrets.py [--api-key K] [--token=T] ...; the user name (USER) sits in the input bytes."""
+Usage: planted_secrets.py (not secrets.py: that would hide the standard library's module from numpy) [--api-key K] [--token=T] ...; the user name (USER) sits in the input bytes."""
 
 import os
 import random
