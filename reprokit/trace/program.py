@@ -62,11 +62,6 @@ def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     env["REPROKIT_TRACE_TENSORS"] = options.tensors
     if options.interpret:
         env["TRITON_INTERPRET"] = "1"
-    # Inductor compiles in a pool of worker processes by default, whose compiles the recorder does
-    # not yet follow (measured on the H100: a default-mode torch.compile program recorded nothing).
-    # One compile thread keeps every compile in the program's own process; the kernels are the
-    # same. A value the user set is kept.
-    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     return env
 
 
@@ -127,7 +122,7 @@ def _read(path: Path) -> list:
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError:
-            break  # a line cut short by a process killed mid-write: what came before stands
+            continue  # a line cut short by a process killed mid-write: the others stand
     return out
 
 
@@ -140,7 +135,7 @@ class _Process:
 
     @property
     def start(self) -> dict:
-        return self.records[0]
+        return next(r for r in self.records if r["type"] == "start")
 
     def content(self) -> str:
         """What it recorded, as text: the order of processes the scheduler cannot change."""
@@ -155,7 +150,9 @@ def _processes(trace_dir: Path, root_pid: int | None) -> list:
     procs = []
     for folder in sorted(p for p in trace_dir.iterdir() if p.is_dir() and p.name.startswith("p")):
         recs = _read(folder / "records.jsonl")
-        if recs and recs[0]["type"] == "start":
+        # a process that imported Triton says so first, but a compile heard in it before that
+        # record reached the file must not hide the process
+        if any(r["type"] == "start" for r in recs):
             procs.append(_Process(folder, recs))
     return sorted(procs, key=lambda p: (p.start.get("pid") != root_pid, p.content(), p.start.get("since", 0)))
 
