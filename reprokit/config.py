@@ -56,6 +56,12 @@ def defaults_root() -> Path:
         if not (_ROOT / "stacks.toml").is_file():
             raise UsageError(f"REPROKIT_ROOT={_ROOT}: no stacks.toml there")
         return _ROOT.resolve()
+    return builtin_root()
+
+
+def builtin_root() -> Path:
+    """The defaults this package came with (the checkout it was imported from, or an installed
+    wheel's package data), whatever REPROKIT_ROOT names: what is fixed input, not configuration."""
     if (PACKAGE_DIR.parent / "stacks.toml").is_file() and (PACKAGE_DIR.parent / "kernels").is_dir():
         return PACKAGE_DIR.parent
     packaged = PACKAGE_DIR / "defaults"

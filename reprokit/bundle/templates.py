@@ -16,9 +16,9 @@ import functools
 import hashlib
 
 from reprokit.bundle import readme
-from reprokit.config import load_config
+from reprokit.config import builtin_root, load_config
 from reprokit.harness.reproducer import Reproducers
-from reprokit.suite import build_plan, kernels_dir
+from reprokit.suite import build_plan, load_suite
 
 # The fixed input the digest renders: the suite as an H100 plan for one stack.
 STACK = {"name": "triton-3.6-cu130", "triton": "3.6.0"}
@@ -31,9 +31,12 @@ _README_MANIFEST = {
 
 @functools.lru_cache(maxsize=1)
 def templates_sha256() -> str:
-    """sha256 over the suite's reproducers (full and minimal) and a fixed README, in case order."""
-    plan = build_plan(load_config().gpu("h100"), dict(STACK)).to_json()
-    scripts = Reproducers.from_dir(plan, str(kernels_dir()))
+    """sha256 over the suite's reproducers (full and minimal) and a fixed README, in case order.
+    The suite is the one this package came with, never REPROKIT_ROOT's: it is the fixed input."""
+    root = builtin_root()
+    plan = build_plan(load_config(root / "stacks.toml").gpu("h100"), dict(STACK),
+                      suite=load_suite(root / "kernels" / "suite.toml")).to_json()
+    scripts = Reproducers.from_dir(plan, str(root / "kernels"))
     h = hashlib.sha256()
     for case in plan["cases"]:
         full = _text(scripts, case["id"])

@@ -49,6 +49,7 @@ def _has(req: str) -> bool:
 
 
 _LACKS = re.compile(r"^module 'triton\.language' has no attribute '(\w+)'")
+_REMOVED = re.compile(r"\bha(?:s|ve) been removed\b")
 
 
 def removed_api(exc: BaseException) -> str | None:
@@ -70,6 +71,9 @@ def removed_api(exc: BaseException) -> str | None:
             return f"triton {VERSION} lacks tl.{lacks.group(1)}"
         if isinstance(exc, NotImplementedError) and _raised_in_triton(exc):
             return str(exc).strip().splitlines()[0] if str(exc).strip() else f"triton {VERSION}: not implemented"
+        if _REMOVED.search(str(exc)) and _raised_in_triton(exc):
+            # 3.9's Gluon: "async_copy_global_to_shared has been removed; call async_load instead"
+            return next(ln.strip() for ln in str(exc).splitlines() if _REMOVED.search(ln))
         exc = exc.__cause__ or exc.__context__
     return None
 

@@ -38,9 +38,10 @@ CURRENT = threading.local()
 HELPERS = ("triton_helpers", "triton_compat")  # what Inductor's generated modules import from its runtime
 
 
-def install(event, out: str, deriving) -> None:
+def install(event, out: str, deriving, interpret: bool = False) -> None:
     """Chain our listeners in (idempotent). `event` writes one record; `deriving()` is true while
-    the recorder's own derivation compiles a twin (not a compile of the program's)."""
+    the recorder's own derivation compiles a twin (not a compile of the program's); `interpret`:
+    the program runs under Triton's interpreter (the recorder read it, at the program's edge)."""
     if _STATE:
         return
     try:
@@ -51,7 +52,6 @@ def install(event, out: str, deriving) -> None:
     _STATE["slot"] = _chain(knobs.compilation, _Slot(lambda **kw: _guarded(_compiled, kw.get("src"), **kw),
                                                      "Triton's compile listener"))
     tuning = getattr(knobs, "autotuning", None)
-    interpret = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
     # 3.8+: a single slot too. Not under the interpreter: there 3.9's autotuner, to call a
     # listener, looks for the JITFunction under an InterpretedFunction and raises.
     if tuning is not None and "listener" in _fields(tuning) and not interpret:

@@ -94,7 +94,8 @@ def install() -> None:
     # inside the traced program: Triton's compile listener (3.4+): generated kernels, and digests
     from reprokit.trace import listen
 
-    listen.install(_event, _STATE["out"], lambda: getattr(_DERIVING, "on", False))
+    listen.install(_event, _STATE["out"], lambda: getattr(_DERIVING, "on", False),
+                   interpret=os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"))
     _STATE["listen"] = listen
 
 

@@ -109,7 +109,9 @@ def test_a_fleet_replays_a_user_bundle_from_the_bundle_alone(slurm_cluster, user
 
     # The same bundle replayed directly on the same stack: no verdict moves against the fleet's.
     direct = tmp_path / "direct"
-    r = cli("replay", user_bundles[kind], "--stacks", stack, "--executor", "venv", "--out", direct, "--json", cwd=away)
+    # every config, as the fleet runs the plan whole (a replay runs only the chosen ones unless asked)
+    r = cli("replay", user_bundles[kind], "--stacks", stack, "--executor", "venv", "--candidates", "--out", direct,
+            "--json", cwd=away)
     assert r.returncode in (0, 1), r.stderr[-3000:]
     (replayed,) = direct.glob(f"{stack}-*.tgz")
     fleet_bundles = [Path(b) for b in got["bundles"]]

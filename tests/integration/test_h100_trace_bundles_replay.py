@@ -23,10 +23,11 @@ EXAMPLES = ROOT / "bundles" / "examples"
     ("h100-trace-triton-3.0.0.tgz", "triton-3.0-cu129", ["matmul_kernel_tma_persistent.1", "tma_copy.1"]),
 ])
 def test_h100_trace_bundle_replays_compile_only_on_its_triton(stack_ready, tmp_path, bundle, stack, cases):
+    # --candidates: every autotune config the program compiled, not only the one it chose
     stack_ready(stack)
     path = EXAMPLES / bundle
     p = subprocess.run([sys.executable, "-m", "reprokit", "replay", str(path), "--stacks", stack, "--executor", "venv",
-                        "--workers", "2", "--out", str(tmp_path), "--all", "--json"],
+                        "--workers", "2", "--candidates", "--out", str(tmp_path), "--all", "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=1200)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr
     data = json.loads(p.stdout)

@@ -230,7 +230,7 @@ def test_a_traced_bundle_replays_on_another_release(tmp_path, interp_python, sta
     assert code == 0, doc
     out = tmp_path / "replayed"
     p = subprocess.run([sys.executable, "-m", "reprokit", "replay", doc["bundle"], "--stacks", "triton-3.5-cu130",
-                        "--executor", "venv", "--workers", "2", "--out", str(out), "--json"], cwd=ROOT,
+                        "--executor", "venv", "--workers", "2", "--candidates", "--out", str(out), "--json"], cwd=ROOT,
                        capture_output=True, text=True, timeout=900, check=False)
     assert p.returncode in (0, 1), p.stderr[-3000:]  # 1: a metric moved between the releases
     (bundle,) = out.glob("triton-3.5-cu130-*.tgz")
