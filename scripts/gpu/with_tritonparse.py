@@ -1,14 +1,16 @@
 """Run a program with tritonparse's structured logging on (its defaults, launch tracing on), as a
 user who also traces with tritonparse would, and print how many compilations and launches it logged:
-`reprokit trace -- python with_tritonparse.py FOLDER PROGRAM.py ARGS` shows both tools at once."""
+`reprokit trace -- python with_tritonparse.py [--aot] FOLDER PROGRAM.py ARGS` shows both tools at once.
+--aot: the program compiles ahead of time (as Inductor does, and as tests/data/trace's
+generated_kernels.py does under the interpreter on a CPU host): the interpreter is turned off
+before tritonparse imports Triton, as that program does before its own import; else Triton's
+language is built interpreted and its Gluon, imported by the first compile, refuses it."""
 
 import glob
 import json
 import os
 import runpy
 import sys
-
-import tritonparse.structured_logging as sl
 
 
 def count(folder: str) -> dict:
@@ -26,6 +28,11 @@ def count(folder: str) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1] == "--aot":
+        os.environ["TRITON_INTERPRET"] = "0"
+        del sys.argv[1]
+    import tritonparse.structured_logging as sl  # after the interpreter is decided: it imports Triton
+
     folder, program = sys.argv[1], sys.argv[2]
     sl.init(folder, enable_trace_launch=True)
     sys.argv = sys.argv[2:]

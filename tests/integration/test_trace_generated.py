@@ -163,7 +163,7 @@ def test_tritonparse_and_reprokit_both_get_every_compile(tmp_path, interp_python
     it sets Triton's compile listener after reprokit did; both hear all three compiles, and the
     clash is said in one line."""
     p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(tmp_path / "b"), "--",
-                        interp_python, str(ROOT / "scripts" / "gpu" / "with_tritonparse.py"), str(tmp_path / "tp"),
+                        interp_python, str(ROOT / "scripts" / "gpu" / "with_tritonparse.py"), "--aot", str(tmp_path / "tp"),
                         str(ROOT / "tests" / "data" / "trace" / PROGRAM)],
                        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
                        env={**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"},
