@@ -142,11 +142,15 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
         return {"id": case["id"], "artifacts": {}, **prepared.result}
     d = prepared.derived
     # loaded where a call case compiles: a traced call starts from the program's own compile
+    from reprokit.harness import toolchain
     from reprokit.harness.generated import seeded
 
+    tools = toolchain.use(case)  # the ptxas the program chose, where it chose one (Inductor's, torch's)
     seeded(case, plan)
     rec = triton_case.compile_case(case, plan, case_dir, d.src, options=d.options)
     rec["call"] = d.spec
+    if tools:
+        rec["toolchain"] = tools
     # a traced call that recorded its program's compile is held to it (not_reproduced when it differs)
     from reprokit.harness.generated import held_to_program  # noqa: I001 - beside its use, as seeded above
 

@@ -31,7 +31,7 @@ import traceback
 import types
 from dataclasses import dataclass, field
 
-from reprokit.harness import standin
+from reprokit.harness import standin, toolchain
 
 PACKAGE = "_reprokit_inductor_runtime"
 _RUNTIME = re.compile(r"\btorch\._inductor\.runtime\b")
@@ -211,8 +211,11 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     if prepared.src is None:
         return {"id": case["id"], "artifacts": {}, **prepared.result}
     options = {"num_warps": case["num_warps"], "num_stages": case["num_stages"], **prepared.options}
+    tools = toolchain.use(case)
     seeded(case, plan)
     rec = triton_case.compile_case(case, plan, case_dir, prepared.src, options=options)
+    if tools:
+        rec["toolchain"] = tools
     return held_to_program(case, plan, case_dir, rec)
 
 
@@ -341,8 +344,9 @@ def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
         return {"same": None, "checked": [], "reason": "the trace recorded no digest of the program's compile"}
     differ = [k for k in checked if want[k] != got[k]]
     if differ:
+        missing = "".join(f"; {m}" for m in (rec.get("toolchain") or {}).get("missing", []))
         return {"same": False, "checked": checked,
-                "reason": f"the capture's {' and '.join(differ)} differ from the program's own compile "
-                          f"(triton {triton.__version__}, sm_{arch}){_where_parted(want, case_dir, rec)}: "
+                "reason": f"the capture's {' and '.join(differ)} {'differ' if len(differ) > 1 else 'differs'} from the program's own compile "
+                          f"(triton {triton.__version__}, sm_{arch}){_where_parted(want, case_dir, rec)}{missing}: "
                           "reprokit did not recreate what the program compiled"}
     return {"same": True, "checked": checked, "reason": f"{' and '.join(checked)} equal to the program's own compile"}

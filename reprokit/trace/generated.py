@@ -65,6 +65,8 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
         trace = {"generated": r["seq"], "launched": r["key"] in ran, "launches": counts.get(r["key"], 0),
                  "cache_key": r["key"], "triton": triton,
                  "digests": dict(r.get("digests") or {}), "source": {"line": src.get("line")}}
+        if r.get("toolchain"):  # a ptxas or libdevice the program chose (harness.toolchain uses it again)
+            trace["toolchain"] = r["toolchain"]
         tune = tuned.get((src.get("path"), r["kernel"]))
         if tune is not None:
             trace["autotune"] = {"configs": int(tune["configs"]), "chosen": r["key"] == tune["key"]}

@@ -158,7 +158,8 @@ def _compiled(src=None, metadata=None, metadata_group=None, cache_hit=False, **_
     if n is not None:  # the program's own compile in a @jit launch: the digests of the specialisation it described
         if n:
             _STATE["event"]({"type": "digest", "n": n, "digests": digests, "cache_hit": bool(cache_hit),
-                             "key": _cache_key(group), "cache_root": _cache_root(group)})
+                             "key": _cache_key(group), "cache_root": _cache_root(group),
+                             "toolchain": toolchain(metadata.get("target"))})
         return
     key = _cache_key(group) or str(metadata.get("hash"))
     with _LOCK:
@@ -174,6 +175,7 @@ def _compiled(src=None, metadata=None, metadata_group=None, cache_hit=False, **_
            "constants": [[list(k), _value(v)] for k, v in sorted(src.constants.items(), key=lambda kv: kv[0])],
            "attrs": [[list(k), _value(v)] for k, v in sorted(_attrs(src).items(), key=lambda kv: kv[0])],
            "options": _options(metadata), "target": _target(metadata.get("target")),
+           "toolchain": toolchain(metadata.get("target")),
            "digests": digests, "cache_hit": bool(cache_hit), "pid": os.getpid(), "cache_root": _cache_root(group)}
     _STATE["event"](rec)
 
@@ -226,6 +228,53 @@ def digests_of(group: dict) -> dict:
         except (OSError, ValueError):
             continue  # a cache file gone (another process cleared it): that digest is missing, said by its absence
     return out
+
+
+def toolchain(target) -> dict:
+    """The NVIDIA tools this compile used where the program chose them instead of Triton's own:
+    {"ptxas": {"from": "torch", "file": "bin/ptxas", "version": "12.8"}} when the ptxas is the one
+    inside torch's package (Inductor points TRITON_PTXAS_PATH at it, in the program and in its
+    compile workers), {"from": "elsewhere", "version": ...} for any other (its path is the
+    host's and never recorded); the same for a libdevice set through TRITON_LIBDEVICE_PATH.
+    Empty when Triton used its own: the ptxas gives the PTX its `.version` and the cubin its code,
+    so a capture must use the same one to compile what the program compiled."""
+    t = _target(target)
+    if t.get("backend") != "cuda":
+        return {}
+    try:
+        from triton import knobs
+    except ImportError:
+        return {}
+    nvidia = getattr(knobs, "nvidia", None)
+    if nvidia is None:
+        return {}
+    import triton
+
+    own = os.path.realpath(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia"))
+    out = {}
+    blackwell = isinstance(t.get("arch"), int) and t["arch"] >= 100 and "ptxas_blackwell" in _fields(nvidia)
+    tool = getattr(nvidia, "ptxas_blackwell" if blackwell else "ptxas", None)
+    path = getattr(tool, "path", None)
+    if isinstance(path, str) and not os.path.realpath(path).startswith(own + os.sep):
+        out["ptxas"] = {**_origin(path), "version": str(getattr(tool, "version", "") or ""),
+                        "env": "TRITON_PTXAS_BLACKWELL_PATH" if blackwell else "TRITON_PTXAS_PATH"}
+    libdevice = getattr(nvidia, "libdevice_path", None)
+    if isinstance(libdevice, str) and libdevice and not os.path.realpath(libdevice).startswith(own + os.sep):
+        out["libdevice"] = {**_origin(libdevice), "env": "TRITON_LIBDEVICE_PATH"}
+    return out
+
+
+def _origin(path: str) -> dict:
+    """Where a tool lies, as something another host can find again: a file inside torch's
+    package (by its path there), or "elsewhere"."""
+    torch = sys.modules.get("torch")
+    where = getattr(torch, "__file__", None)
+    if where:
+        for base, p in ((os.path.dirname(os.path.abspath(where)), os.path.abspath(path)),
+                        (os.path.dirname(os.path.realpath(where)), os.path.realpath(path))):
+            if p.startswith(base + os.sep):
+                return {"from": "torch", "file": os.path.relpath(p, base)}
+    return {"from": "elsewhere"}
 
 
 def _source(fn):

@@ -89,6 +89,8 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
             trace.update(digests=digests[s["n"]]["digests"], triton=triton)
             if digests[s["n"]].get("key"):
                 trace["cache_key"] = digests[s["n"]]["key"]
+            if digests[s["n"]].get("toolchain"):  # a ptxas the program chose (harness.toolchain)
+                trace["toolchain"] = digests[s["n"]]["toolchain"]
         cases.append({
             "id": ids[s["n"]], "kind": "call", "family": s["kernel"], "control": "call",
             "description": f"{s['kernel']} as {Path(src.get('path') or '?').name}:{src.get('line')} launched it",

@@ -173,3 +173,87 @@ def test_tritonparse_and_reprokit_both_get_every_compile(tmp_path, interp_python
     clash = [ln for ln in p.stderr.splitlines() if "single slot" in ln]
     assert len(clash) == 1 and "tritonparse" in clash[0]
     assert sorted(c["id"] for c in json.loads(p.stdout)["cases"]) == sorted(COMPILES)
+
+
+def _other_ptxas() -> str:
+    """A ptxas of another release than Triton 3.6's own (12.8): the CUDA toolkit's (CI's 13.0)."""
+    from reprokit.harness import cudacpp
+
+    nvcc = cudacpp.find_nvcc()
+    ptxas = os.path.join(os.path.dirname(nvcc), "ptxas") if nvcc else None
+    if not ptxas or not os.path.isfile(ptxas):
+        if os.environ.get("REPROKIT_REQUIRE_NVCC") == "1":
+            pytest.fail(f"REPROKIT_REQUIRE_NVCC=1 but {cudacpp.missing_nvcc()}", pytrace=False)
+        pytest.skip("no CUDA toolkit ptxas beside nvcc")
+    return ptxas
+
+
+def test_a_ptxas_the_program_chose_is_recorded_and_never_blamed_on_the_compiler(tmp_path, interp_python):  # noqa: F811
+    """The program points TRITON_PTXAS_PATH at another ptxas, as Inductor does at torch's: the
+    trace records which (by version, never its host path); the capture, which has no such ptxas,
+    compiles the same TTIR to another PTX and says why: not_reproduced, exit 8, never a compile error."""
+    ptxas = _other_ptxas()
+    version = subprocess.run([ptxas, "--version"], capture_output=True, text=True, check=True).stdout
+    assert "release 12.8" not in version  # another release than Triton 3.6's own, or nothing is shown
+    p = run_trace(tmp_path, interp_python, "--ptxas", ptxas)
+    assert p.returncode == NotFaithful.exit_code, p.stderr[-3000:]
+    doc = json.loads(p.stdout)
+    with tarfile.open(doc["bundle"]) as tar:
+        tar.extractall(tmp_path / "u2", filter="data")
+    (root2,) = (tmp_path / "u2").iterdir()
+    release = version.split("release ")[1].split(",")[0]
+    plan, results = plan_cases(root2), result_cases(root2)
+    assert sorted(results) == sorted(COMPILES)
+    for cid in COMPILES:
+        assert plan[cid]["trace"]["toolchain"] == {"ptxas": {"from": "elsewhere", "version": release,
+                                                             "env": "TRITON_PTXAS_PATH"}}
+        rec = results[cid]
+        assert rec["status"] == "not_reproduced" and rec["reproduced"]["same"] is False, rec
+        assert "first at ptx" in rec["reproduced"]["reason"]  # TTIR, TTGIR and LLVM IR were the program's
+        assert f"a ptxas {release} at a path of its own" in rec["reproduced"]["reason"]
+        assert rec["toolchain"]["missing"] and "compile_error" not in json.dumps(rec)
+    # the ptxas's host path is in the command the program ran with, nowhere in what was recorded of it
+    assert os.path.dirname(ptxas) not in (root2 / "plan.json").read_text()
+
+
+def test_torchs_ptxas_is_found_again_in_the_stacks_torch(tmp_path, interp_python):  # noqa: F811
+    """The recording side (trace.listen.toolchain) names a ptxas inside torch's package by its place
+    there; the capture side (harness.toolchain.use) finds that file in the torch it imports, and
+    says so when the torch it has holds none. A torch package of the test's own stands for a CUDA
+    torch (whose wheel ships bin/ptxas), in the interpreter venv's real Triton."""
+    fake = tmp_path / "site" / "torch"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    ptxas = fake / "bin" / "ptxas"
+    ptxas.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    ptxas.chmod(0o755)
+    script = f"""
+import json, os, sys
+import torch, triton
+os.environ["TRITON_PTXAS_PATH"] = {str(ptxas)!r}
+from reprokit.trace import listen
+from reprokit.harness import toolchain
+seen = listen.toolchain({{"backend": "cuda", "arch": 90, "warp_size": 32}})
+os.environ.pop("TRITON_PTXAS_PATH")
+used = toolchain.use({{"trace": {{"toolchain": seen}}}})
+print(json.dumps({{"seen": seen, "used": used, "env": os.environ.get("TRITON_PTXAS_PATH")}}))
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
+    p = subprocess.run([interp_python, "-c", script], capture_output=True, text=True, env=env, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    assert out["seen"] == {"ptxas": {"from": "torch", "file": os.path.join("bin", "ptxas"), "version": "12.4",
+                                     "env": "TRITON_PTXAS_PATH"}}
+    assert out["used"] == {"ptxas": {"from": "torch", "file": "bin/ptxas", "version": "12.4"}}
+    assert out["env"] == str(ptxas)
+    # A stack whose torch holds no ptxas (the CPU torch): said, and Triton's own is left in place.
+    ptxas.unlink()
+    p = subprocess.run([interp_python, "-c", script.replace("seen = listen", "seen = {'ptxas': {'from': 'torch', "
+                                                                 "'file': 'bin/ptxas', 'version': '12.4', 'env': "
+                                                                 "'TRITON_PTXAS_PATH'}}\nlisten")],
+                       capture_output=True, text=True, env=env, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.splitlines()[-1])
+    assert out["env"] is None and out["used"] == {"missing": [
+        "the program compiled with torch's ptxas 12.4 (torch/bin/ptxas), which this stack does not have "
+        "(Triton's own ptxas compiled here)"]}

@@ -89,7 +89,7 @@ def test_a_plan_of_generated_cases_is_valid_and_a_replay_keeps_the_chosen_config
 @pytest.mark.parametrize("kind", ["generated", "call"])
 def test_a_capture_reprokit_failed_is_its_own_verdict_never_the_compilers(status, kind):
     case = {"id": "k.1", "kind": kind, "family": "k", "control": kind, "expect": "tma" if kind == "call" else None}
-    why = "the capture's ttir differ from the program's own compile"
+    why = "the capture's ttir differs from the program's own compile"
     got = oracle.judge(case, {"status": status, "error": why, "tma": {"ttir": 0}}, None, "3.6.0")
     assert got == {"verdict": status, "met": None, "reason": why}
     rec = CaseRecord.from_json({"id": "k.1", "family": "k", "control": kind, "status": status, "artifacts": {},

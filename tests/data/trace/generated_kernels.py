@@ -9,6 +9,8 @@ With `--listener`, the program sets a compile listener of its own first (as a to
 tritonparse would), which must still see every compile. With `--patch`, it changes a global of
 the generated module before compiling (as a program that patches a module's settings does): the
 module's file no longer says what was compiled, and a capture from it cannot be the program's.
+With `--ptxas PATH`, it points TRITON_PTXAS_PATH at another ptxas before compiling, as Inductor
+points it at the one inside torch's package.
 """
 
 import hashlib
@@ -119,6 +121,8 @@ def main() -> int:
         import triton.language as tl
 
         mod.SCALE = tl.constexpr(2.0)
+    if "--ptxas" in sys.argv:
+        os.environ["TRITON_PTXAS_PATH"] = sys.argv[sys.argv.index("--ptxas") + 1]
     target = GPUTarget("cuda", 90, 32)
     compiled = 0
     for name, signature, configs in KERNELS:
