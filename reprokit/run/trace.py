@@ -83,7 +83,8 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
             last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
             why = f": {cut_values(last, [v for _, v in redact_argv(req.argv)[1]])[:300]}" \
                 if ran.exit_code != 0 and last else ""
-            raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel{why}")
+            raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel"
+                             f"{ran.said_of_processes()}{why}")
         listener.note(f"trace: {kernels} specialisation(s) in {ran.seconds:.2f} s; capturing them")
         t0 = time.perf_counter()
         bundle, results, stack = _capture(req, ran, host, scratch, listener)

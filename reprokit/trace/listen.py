@@ -371,27 +371,59 @@ def _options(metadata: dict) -> dict:
 
 # --- Inductor's launches ----------------------------------------------------------------------
 
+_HEURISTICS = "torch._inductor.runtime.triton_heuristics"
+
+
+def _wrapped_now() -> bool:
+    """Wrap CachingAutotuner.run if Inductor's runtime module has defined it; whether it is."""
+    module = sys.modules.get(_HEURISTICS)
+    if module is None or getattr(module, "CachingAutotuner", None) is None:
+        return False
+    _wrap_caching_autotuner(module)
+    return True
+
+
 def _watch_inductor() -> None:
-    """Wrap CachingAutotuner.run now if Inductor's runtime is loaded, else once it is."""
-    name = "torch._inductor.runtime.triton_heuristics"
-    if name in sys.modules:
-        _wrap_caching_autotuner(sys.modules[name])
+    """Wrap CachingAutotuner.run now if Inductor's runtime is loaded, else once it is. Triton is
+    often first imported by that very module (`import triton` at its top), so this runs while it
+    is half made: in sys.modules, without CachingAutotuner yet. Then the watch stays, and the
+    next import anywhere after the module is done (Inductor makes many before its first launch)
+    wraps it."""
+    if _wrapped_now():
         return
     import importlib.abc
     import importlib.util
 
     class _After(importlib.abc.MetaPathFinder):
+        # Done, it stays in sys.meta_path answering None: removing itself from the list the
+        # import system is walking would make that import skip the finder after it. Until the
+        # module has run, every lookup gets a spec that wraps once run: a find_spec that only
+        # asks whether the module is there throws its spec away.
+        done = False
+        busy = False
+
         def find_spec(self, fullname, path=None, target=None):
-            if fullname != name:
+            if self.done or self.busy:
                 return None
-            sys.meta_path.remove(self)
-            spec = importlib.util.find_spec(fullname)
+            if fullname != _HEURISTICS:
+                if _HEURISTICS in sys.modules and _wrapped_now():
+                    self.done = True
+                return None
+            if fullname in sys.modules:  # being imported again while half made: not ours to load
+                return None
+            self.busy = True
+            try:
+                spec = importlib.util.find_spec(fullname)
+            finally:
+                self.busy = False
             if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return spec
             run = spec.loader.exec_module
+            finder = self
 
             def exec_module(module):
                 run(module)
+                finder.done = True
                 _wrap_caching_autotuner(module)
 
             spec.loader.exec_module = exec_module

@@ -133,6 +133,8 @@ def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
                       "cases": [ids[s["n"]] for s in run.specs
                                 if (s.get("autotune") or {}).get("call") == a["call"]]} for a in run.autotune],
         "missed": [{"kernel": m["kernel"], "error": m["error"]} for m in run.misses],
+        # how many of the program's processes imported Triton, were forked, compiled, launched
+        "processes": dict(run.processes),
         # 3.8+: what Triton's autotuning listener heard (the best config and every config's timings)
         "autotune_listener": [{k: r[k] for k in ("kernel", "chosen", "timings", "cache_hit")}
                               for r in run.records if r["type"] == "autotune_listener"],

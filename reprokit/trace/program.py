@@ -50,6 +50,16 @@ class ProgramRun:
     autotune: tuple = ()
     misses: tuple = ()
     launched: frozenset = field(default_factory=frozenset)
+    processes: dict = field(default_factory=dict)
+
+    def said_of_processes(self) -> str:
+        """One clause on the program's recording processes, where it had more than one: how many
+        were forked and how many compiled or launched anything (Inductor's compile workers)."""
+        p = self.processes
+        if p.get("recorded", 0) <= 1:
+            return ""
+        return (f" ({p['recorded']} processes imported Triton, {p['forked']} of them forked; "
+                f"{p['compiled']} compiled and {p['launched']} launched a kernel)")
 
 
 def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
@@ -267,7 +277,13 @@ def parse(trace_dir: Path, exit_code: int, seconds: float, stderr_tail: str, roo
             (trace_dir / "tensors").mkdir(exist_ok=True)
             shutil.copyfile(src, trace_dir / "tensors" / r["file"])
     start = next((r for r in records if r["type"] == "start"), None)
-    return ProgramRun(
+    compiling = ("compiled", "digest", "spec")
+    launching = ("launched", "generated_launch", "generated_launches")
+    processes = {"recorded": len(procs),
+                 "forked": sum(1 for one in procs if one.start.get("forked_from") is not None),
+                 "compiled": sum(1 for one in procs if any(r["type"] in compiling for r in one.records)),
+                 "launched": sum(1 for one in procs if any(r["type"] in launching for r in one.records))}
+    return ProgramRun(processes=processes,
         exit_code=exit_code, seconds=seconds, records=tuple(records), stderr_tail=stderr_tail, start=start,
         specs=tuple(r for r in records if r["type"] == "spec"),
         autotune=tuple(r for r in records if r["type"] == "autotune"),

@@ -199,6 +199,17 @@ def test_a_program_that_fails_midway_gives_a_bundle_of_what_it_launched(tmp_path
         assert (root / f).stat().st_size > 0
 
 
+def test_a_program_that_asks_for_tritons_spec_before_importing_it_is_traced(tmp_path, interp_python):
+    """torch asks importlib.util.find_spec("triton") before Inductor imports it; the recorder
+    must still install at the import itself (it once went with the spec thrown away, and a
+    torch.compile program was traced in its compile workers only)."""
+    code, doc, root = trace(tmp_path, interp_python, "asks_first.py")
+    assert code == 0, doc
+    assert sorted(plan_cases(root)) == ["double.1"]
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    assert tj["processes"] == {"recorded": 1, "forked": 0, "compiled": 1, "launched": 1}
+
+
 @pytest.mark.parametrize("release", ["3.0.0", "3.3.1", "3.6.0", "3.9.0"])
 def test_releases_old_and_new_trace_alike(release, tmp_path, interp_release):
     """3.0-3.5 launch through GridExecutor (3.0-3.1 time configs with the autotuner module's

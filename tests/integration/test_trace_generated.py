@@ -257,3 +257,20 @@ print(json.dumps({{"seen": seen, "used": used, "env": os.environ.get("TRITON_PTX
     assert out["env"] is None and out["used"] == {"missing": [
         "the program compiled with torch's ptxas 12.4 (torch/bin/ptxas), which this stack does not have "
         "(Triton's own ptxas compiled here)"]}
+
+
+def test_compiles_in_inductors_own_worker_pool_are_recorded(tmp_path, interp_python):  # noqa: F811
+    """torch.compile's default mode compiles in Inductor's worker pool (a sidecar process started
+    with the program's environment, which forks the workers): every compile is in a worker, none
+    in the program. generated_workers.py drives that very pool (torch's SubprocPool) with
+    generated_kernels.py's compiles; each is a case, held to the worker's own compile."""
+    code, doc, root = trace(tmp_path, interp_python, "generated_workers.py")
+    assert code == 0, doc
+    results = result_cases(root)
+    assert sorted(results) == sorted(COMPILES)
+    for rec in results.values():
+        assert rec["status"] == "ok" and rec["reproduced"]["same"] is True, rec
+    tj = json.loads((root / "trace" / "trace.json").read_text())
+    procs = tj["processes"]
+    # the program, the sidecar, and at least one forked worker; only workers compiled
+    assert procs["recorded"] >= 3 and procs["forked"] >= 1 and 1 <= procs["compiled"] <= procs["forked"], procs

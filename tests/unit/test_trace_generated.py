@@ -150,3 +150,38 @@ def test_the_compile_listener_slot_keeps_every_tool_in_the_chain(capsys):
     knobs.listener = None  # a tool removing its own: reprokit stays
     knobs.listener(src="d")
     assert heard[6:] == [("reprokit", "d")]
+
+
+def test_caching_autotuner_is_wrapped_when_triton_is_first_imported_by_inductors_own_module(tmp_path):
+    """Inductor's triton_heuristics imports triton at its top: the recorder installs while that
+    module is half made (in sys.modules, no CachingAutotuner yet). The watch must wrap the class
+    once the module is done, at the next import, not give up (then no launch is heard)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    runtime = tmp_path / "site" / "torch" / "_inductor" / "runtime"
+    runtime.mkdir(parents=True)
+    for pkg in (runtime.parent.parent, runtime.parent, runtime):
+        (pkg / "__init__.py").write_text("")
+    (tmp_path / "site" / "fake_triton.py").write_text(
+        "from reprokit.trace import listen\nlisten._watch_inductor()  # as recorder.install at triton's import\n")
+    (runtime / "triton_heuristics.py").write_text(textwrap.dedent("""
+        import fake_triton  # the first import of triton, from here
+        class CachingAutotuner:
+            def run(self, *args, **kwargs):
+                return "ran"
+    """))
+    script = textwrap.dedent("""
+        import sys
+        from torch._inductor.runtime import triton_heuristics as th
+        half = getattr(th.CachingAutotuner.run, "_reprokit_wrapped", False)
+        import colorsys  # any later import
+        print(half, getattr(th.CachingAutotuner.run, "_reprokit_wrapped", False), th.CachingAutotuner().run())
+    """)
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["False", "True", "ran"]

@@ -9,19 +9,31 @@ import sys
 
 class _AfterTriton(importlib.abc.MetaPathFinder):
     """Finds `triton` through the finders after it, and has its module run the recorder's install
-    once triton's own __init__ has finished (so its classes exist, and nothing is imported early)."""
+    once triton's own __init__ has finished (so its classes exist, and nothing is imported early).
+
+    It stays in sys.meta_path until that install: a program often asks
+    `importlib.util.find_spec("triton")` first, only to learn whether Triton is there (torch
+    does, before Inductor imports it), and throws the spec away; the real import finds it anew."""
+
+    done = False
+    busy = False  # our own lookup of the spec below: the finders after us answer it
 
     def find_spec(self, name, path=None, target=None):
-        if name != "triton":
+        if name != "triton" or self.done or self.busy or "triton" in sys.modules:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("triton")
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec("triton")
+        finally:
+            self.busy = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
+        finder = self
 
         def exec_module(module):
             run(module)
+            finder.done = True
             # inside the user's program at start-up: the recorder loads only when tracing is on.
             from reprokit.trace import recorder
 

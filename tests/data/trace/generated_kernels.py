@@ -104,6 +104,30 @@ def load(folder: str):
     return mod
 
 
+def compile_config(name: str, xblock: int, warps: int, stages: int) -> str:
+    """One config of one kernel, compiled as _precompile_config does; what a compile worker runs
+    (generated_workers.py submits it to Inductor's own worker pool). Returns the kernel's name."""
+    mod = load(_folder())
+    signature = dict(next(k[1] for k in KERNELS if k[0] == name))
+    fn = getattr(mod, name)
+    constants = {"XBLOCK": xblock}
+    if "r0_numel" in signature:
+        constants["r0_numel"] = 128
+    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in ("in_ptr0", "out_ptr0")}
+    binary = triton.compile(ASTSource(fn, signature, constants, attrs), target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": warps, "num_stages": stages, "debug": False,
+                                     "sanitize_overflow": False})
+    assert binary.asm["cubin"], name
+    return binary.metadata.name
+
+
+def _folder() -> str:
+    # As Inductor's cache: a folder named by the module's hash, the same on every run
+    folder = os.path.join(tempfile.gettempdir(), "reprokit-generated-test", hashlib.sha256(MODULE.encode()).hexdigest()[:16])
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def main() -> int:
     seen = []
     if "--listener" in sys.argv:
@@ -113,10 +137,7 @@ def main() -> int:
             seen.append(src.name)
 
         knobs.compilation.listener = own_listener
-    # As Inductor's cache: a folder named by the module's hash, the same on every run
-    folder = os.path.join(tempfile.gettempdir(), "reprokit-generated-test", hashlib.sha256(MODULE.encode()).hexdigest()[:16])
-    os.makedirs(folder, exist_ok=True)
-    mod = load(folder)
+    mod = load(_folder())
     if "--patch" in sys.argv:
         import triton.language as tl
 
