@@ -2,12 +2,12 @@
 # One device command: the torch.compile programs traced on the H100 (max-autotune MLP, default-mode
 # norms and attention), with what says why a trace fell short: which ptxas torch ships, each
 # bundle's trace.json (processes, missed), every case's status and reason. Results under $OUT:
-# inductor.tgz (bundles + logs) and summary.txt.
+# inductor.tgz (bundles, replays with REPLAY=1, logs) and summary.txt.
 set -uo pipefail
 OUT=${OUT:?set OUT}
 WHEELS=${WHEELS:-.gpu/wheels}
 PY=${PY:-python3}
-W=$(mktemp -d); mkdir -p "$W"/{bundles,logs}
+W=$(mktemp -d); mkdir -p "$W"/{bundles,logs,replays}
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 t0=$SECONDS
 make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELS" PYTHON="$PY" >"$W/logs/install.log" 2>&1 \
@@ -32,6 +32,11 @@ r=json.load(sys.stdin)["cases"]
 print("  statuses", dict(collections.Counter(c["status"] for c in r)))
 for c in r[:40]:
     print("   ", c["id"], c["status"], (c.get("reproduced") or {}).get("reason","")[:160], c.get("toolchain"))' | tee -a "$OUT/summary.txt"
+    if [ -n "${REPLAY:-}" ]; then
+        s=$SECONDS
+        timeout 120 "$RK" replay "$b" --executor local --out "$W/replays" --json >"$W/logs/replay-$m.json" 2>"$W/logs/replay-$m.err"
+        say "replay $m: exit $? in $((SECONDS - s)) s; $(tail -3 "$W/logs/replay-$m.err" | tr '\n' ' ' | cut -c1-300)"
+    fi
 done
-tar -czf "$OUT/inductor.tgz" -C "$W" bundles logs
+tar -czf "$OUT/inductor.tgz" -C "$W" bundles logs replays
 ls -la "$OUT"
