@@ -377,7 +377,10 @@ def _moved(base: Cell, cell: Cell) -> tuple:
     out = [f for f in ("status", "verdict") if getattr(base, f) != getattr(cell, f)]
     bt, ct = dict(base.tma), dict(cell.tma)
     out += [f"tma.{lv}" for lv in LEVELS if bt.get(lv) != ct.get(lv)]
-    out += [f for f in RESOURCES if getattr(base, f) != getattr(cell, f)]
+    # A resource is ptxas's report: a compile Triton took from its cache (a trace's capture
+    # seeded with the program's own) ran no ptxas and has none. Unknown on one side is no move.
+    out += [f for f in RESOURCES if getattr(base, f) != getattr(cell, f)
+            and getattr(base, f) is not None and getattr(cell, f) is not None]
     bi, ci = dict(base.ir), dict(cell.ir)
     out += [f"ir.{lv}" for lv in LEVELS if bi.get(lv) != ci.get(lv) and _ir_comparable(bi.get(lv), ci.get(lv))]
     # GPU facts count where both sides ran on a GPU: a compile-only replay of a GPU bundle has

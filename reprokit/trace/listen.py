@@ -296,9 +296,7 @@ def _carry(fn) -> tuple:
     name = f"generated/{stem}.py"
     dest = os.path.join(out, "kernels", name)
     if path is not None and os.path.isfile(path) and not os.path.exists(dest):
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.copyfile(path, dest + f".{os.getpid()}.tmp")
-        os.replace(dest + f".{os.getpid()}.tmp", dest)
+        _copy(path, dest)
     helpers = []
     glb = getattr(getattr(fn, "fn", None), "__globals__", {}) or {}
     runtime = "torch._inductor.runtime"
@@ -313,11 +311,19 @@ def _carry(fn) -> tuple:
                 continue
             target = os.path.join(out, "kernels", "generated", "_inductor_runtime", f"{mod}.py")
             if not os.path.exists(target):
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                shutil.copyfile(m.__file__, target + f".{os.getpid()}.tmp")
-                os.replace(target + f".{os.getpid()}.tmp", target)
+                _copy(m.__file__, target)
             helpers.append(f"generated/_inductor_runtime/{mod}.py")
     return name, helpers
+
+
+def _copy(src: str, dest: str) -> None:
+    """Copy under a name of this process and thread, then rename: Inductor compiles from
+    several threads of one process (max-autotune's precompile pool), and two copying the same
+    helper must neither clash nor leave half a file."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = f"{dest}.{os.getpid()}-{threading.get_ident()}.tmp"
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
 
 
 def _value(v):

@@ -194,3 +194,17 @@ def test_a_moved_metric_carries_its_numbers_and_sets_the_exit():
     quiet = Grid(grid.columns, (Row("c.p0", "c", "P0", (base, ir_only)),))
     assert not quiet.significant() and quiet.significant(strict=True)
     assert grid.to_dict()["cases"][0]["cells"][1]["metrics"][2] == {"name": "regs", "before": 127, "after": 94}
+
+
+def test_a_resource_known_on_one_side_only_is_no_move():
+    """A trace's capture seeded with the program's own compile ran no ptxas and has no register
+    report; its GPU replay, which compiled, has one. Unknown against known says nothing; two
+    known values that differ still move."""
+    from reprokit.compare.grid import Cell, _moved
+
+    seeded = Cell(True, "ok", "no-tma", "no-tma", None, (("ptx", 0),))
+    compiled = Cell(True, "ok", "no-tma", "no-tma", None, (("ptx", 0),), registers=79, spill_stores=0, spill_loads=0)
+    assert _moved(seeded, compiled) == () and _moved(compiled, seeded) == ()
+    from dataclasses import replace
+
+    assert _moved(compiled, replace(compiled, registers=80)) == ("registers",)

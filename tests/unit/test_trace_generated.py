@@ -185,3 +185,53 @@ def test_caching_autotuner_is_wrapped_when_triton_is_first_imported_by_inductors
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["False", "True", "ran"]
+
+
+def test_a_benchmark_modules_harness_imports_are_bound_to_none_line_for_line():
+    """Inductor's benchmark modules import torch._dynamo.testing and a CUDA-only stream getter for
+    their get_args()/call(), never for the kernel: the capture binds those names to None on the
+    same lines (torch._dynamo's import registers operators and can fail half-way; a CPU torch has
+    no _cuda_getCurrentRawStream), and every other line stays as it was."""
+    from reprokit.harness.generated import _BENCH_IMPORT, _unbound
+
+    text = ("import triton\n"
+            "from torch._dynamo.testing import rand_strided\n"
+            "from torch._C import _cuda_getCurrentRawStream as get_raw_stream\n"
+            "from torch._C import _a, _b as bee\n"
+            "from torch._dynamo.testing_other import x\n"
+            "import torch\n")
+    out = _BENCH_IMPORT.sub(_unbound, text)
+    lines = out.splitlines()
+    assert len(lines) == len(text.splitlines())
+    assert lines[0] == "import triton" and lines[4:] == text.splitlines()[4:]
+    scope: dict = {}
+    exec("\n".join(lines[1:4]), scope)  # noqa: S102 - the rewritten lines alone, nothing imported
+    assert {k: scope[k] for k in ("rand_strided", "get_raw_stream", "_a", "bee")} == dict.fromkeys(
+        ("rand_strided", "get_raw_stream", "_a", "bee"))
+
+
+def test_threads_of_one_process_copy_one_helper_without_clashing(tmp_path):
+    """max-autotune precompiles from a pool of threads in the program: two compiles that carry
+    the same helper at once must both succeed, and leave the whole file (once named by the
+    process alone, one thread's rename took the other's temp file away: FileNotFoundError)."""
+    import threading
+
+    src = tmp_path / "helper.py"
+    src.write_bytes(b"x = 1\n" * 200_000)
+    dest = tmp_path / "out" / "helper.py"
+    errors = []
+
+    def copy():
+        try:
+            for _ in range(20):
+                listen._copy(str(src), str(dest))
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=copy) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and dest.read_bytes() == src.read_bytes()
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["helper.py"]

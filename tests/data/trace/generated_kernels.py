@@ -1,5 +1,6 @@
 """What Inductor does, without a GPU: write a generated kernel module (importing its runtime
-helpers, triton_helpers and libdevice, as Inductor's output does) into a cache folder, load it
+helpers, triton_helpers and libdevice, and what its benchmark harness imports, as Inductor's
+output does: torch._dynamo's rand_strided) into a cache folder, load it
 from there, and compile each kernel with `triton.compile(ASTSource(...))` for sm_90, once per
 config (the second kernel has two: autotune candidates), as
 torch/_inductor/runtime/triton_heuristics.py's _precompile_config does. Nothing launches: the
@@ -35,6 +36,9 @@ from torch._inductor.runtime import triton_helpers, triton_heuristics
 from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math
 from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties
 triton_helpers.set_driver_to_gpu()
+
+from torch._dynamo.testing import rand_strided
+import torch
 SCALE = tl.constexpr(1.0)
 
 
