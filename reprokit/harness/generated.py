@@ -353,8 +353,17 @@ def faithful(case: dict, plan: dict, case_dir: str, rec: dict) -> dict:
     if not checked:
         return {"same": None, "checked": [], "reason": "the trace recorded no digest of the program's compile"}
     differ = [k for k in checked if want[k] != got[k]]
+    missing_tools = (rec.get("toolchain") or {}).get("missing", [])
+    if differ and missing_tools and not os.environ.get("REPROKIT_TRACE_SEED"):
+        # A replay on a stack without the tool the program compiled with (a Triton-only stack
+        # where the program had torch's ptxas): another toolchain, as another release would be,
+        # so not judged. The trace's own capture (it names REPROKIT_TRACE_SEED) runs where the
+        # program ran, and a tool missing there is reprokit's failure: judged below.
+        return {"same": None, "checked": [],
+                "reason": f"not judged: {'; '.join(missing_tools)}; the capture's {' and '.join(differ)} "
+                          "differ from the program's as another toolchain's would"}
     if differ:
-        missing = "".join(f"; {m}" for m in (rec.get("toolchain") or {}).get("missing", []))
+        missing = "".join(f"; {m}" for m in missing_tools)
         return {"same": False, "checked": checked,
                 "reason": f"the capture's {' and '.join(differ)} {'differ' if len(differ) > 1 else 'differs'} from the program's own compile "
                           f"(triton {triton.__version__}, sm_{arch}){_where_parted(want, case_dir, rec)}{missing}: "

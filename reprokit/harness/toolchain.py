@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 
 
 def use(case: dict) -> dict:
@@ -57,8 +58,13 @@ def _find(want: dict) -> str | None:
         return None
     import importlib.util
 
-    spec = importlib.util.find_spec("torch")
-    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    loaded = sys.modules.get("torch")
+    if loaded is not None:  # the stack's torch, or reprokit's stand-in for a stack with none (no file)
+        where = getattr(loaded, "__file__", None)
+        roots = [os.path.dirname(where)] if where else []
+    else:
+        spec = importlib.util.find_spec("torch")
+        roots = list(spec.submodule_search_locations or []) if spec is not None else []
     for root in roots:
         path = os.path.normpath(os.path.join(root, want["file"]))
         if path.startswith(os.path.normpath(root) + os.sep) and os.path.isfile(path):

@@ -188,7 +188,8 @@ def _other_ptxas() -> str:
     return ptxas
 
 
-def test_a_ptxas_the_program_chose_is_recorded_and_never_blamed_on_the_compiler(tmp_path, interp_python):  # noqa: F811
+def test_a_ptxas_the_program_chose_is_recorded_and_never_blamed_on_the_compiler(tmp_path, interp_python,  # noqa: F811
+                                                                                stack_ready):
     """The program points TRITON_PTXAS_PATH at another ptxas, as Inductor does at torch's: the
     trace records which (by version, never its host path); the capture, which has no such ptxas,
     compiles the same TTIR to another PTX and says why: not_reproduced, exit 8, never a compile error."""
@@ -214,6 +215,22 @@ def test_a_ptxas_the_program_chose_is_recorded_and_never_blamed_on_the_compiler(
         assert rec["toolchain"]["missing"] and "compile_error" not in json.dumps(rec)
     # the ptxas's host path is in the command the program ran with, nowhere in what was recorded of it
     assert os.path.dirname(ptxas) not in (root2 / "plan.json").read_text()
+    # A replay on a stack of the same release without that ptxas is another toolchain: not judged
+    # (the trace's own capture, where the program ran, is), and nothing is called moved or wrong.
+    stack_ready("triton-3.6-cu130")
+    p = subprocess.run([sys.executable, "-m", "reprokit", "replay", doc["bundle"], "--stacks", "triton-3.6-cu130",
+                        "--executor", "venv", "--out", str(tmp_path / "replays"), "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=900, check=False)
+    out = json.loads(p.stdout)
+    replayed = {c["id"]: c["cells"][1] for c in out["grid"]["cases"]}
+    assert sorted(replayed) == sorted(COMPILES)
+    for cid, cell in replayed.items():
+        assert cell["status"] == "ok", (cid, cell)
+    with tarfile.open(out["stacks"][0]["bundle"]) as tar:
+        results = json.load(tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("/results.json"))))
+    for rec in results["cases"]:
+        assert rec["reproduced"]["same"] is None and rec["reproduced"]["reason"].startswith("not judged: "), rec
+        assert f"a ptxas {release} at a path of its own" in rec["reproduced"]["reason"]
 
 
 def test_torchs_ptxas_is_found_again_in_the_stacks_torch(tmp_path, interp_python):  # noqa: F811

@@ -1,0 +1,73 @@
+"""The H100 trace bundles of torch.compile programs in the default mode (bundles/examples/, traced
+by scripts/gpu/inductor-check.sh on torch 2.11 + Triton 3.6.0, where Inductor compiles in its
+worker pool and points TRITON_PTXAS_PATH at torch's ptxas): what they recorded, read as a
+maintainer receives them, and their replay compile-only with no GPU on the Triton-only stack of
+the same release, which has no torch and so not that ptxas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.triton
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "bundles" / "examples"
+# bundle -> (generated kernels compiled, of them launched: the rest are configs its autotuning dropped)
+BUNDLES = {"h100-trace-inductor-norms-triton-3.6.0.tgz": (5, 4),
+           "h100-trace-inductor-attention-triton-3.6.0.tgz": (16, 6)}
+
+
+def _member(path: Path, suffix: str) -> dict:
+    with tarfile.open(path) as tar:
+        return json.load(tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith(suffix))))
+
+
+@pytest.mark.parametrize("bundle", sorted(BUNDLES))
+def test_every_kernel_of_the_program_was_recorded_and_its_compile_reproduced(bundle):
+    path = EXAMPLES / bundle
+    tj = _member(path, "/trace/trace.json")
+    # the program, Inductor's compile sidecar and its 16 forked workers; the workers compiled
+    assert tj["processes"] == {"recorded": 18, "forked": 16, "compiled": 1, "launched": 1}
+    assert tj["exit_code"] == 0 and tj["missed"] == [] and tj["torch"] == "2.11.0" and tj["triton"] == "3.6.0"
+    plan = {c["id"]: c for c in _member(path, "/plan.json")["cases"]}
+    results = _member(path, "/results.json")["cases"]
+    compiled, launched = BUNDLES[bundle]
+    assert len(results) == compiled and all(c["kind"] == "generated" for c in plan.values())
+    assert sum(1 for c in plan.values() if c["trace"]["launched"]) == launched
+    for rec in results:
+        case = plan[rec["id"]]
+        assert rec["status"] == "ok" and rec["reproduced"]["same"] is True, rec
+        if case["trace"]["launched"]:
+            assert case["trace"]["launches"] == 3  # _check.py runs the compiled module 3 times
+        else:
+            assert case["trace"].get("candidate") is True and case["trace"]["launches"] == 0
+        assert case["trace"]["toolchain"] == {"ptxas": {"from": "torch", "file": "bin/ptxas", "version": "13.0",
+                                                        "env": "TRITON_PTXAS_PATH"}}
+        assert rec["toolchain"]["ptxas"] == {"from": "torch", "file": "bin/ptxas", "version": "13.0"}
+
+
+@pytest.mark.parametrize("bundle", sorted(BUNDLES))
+def test_a_triton_only_stack_compiles_every_kernel_and_does_not_judge_another_ptxas(stack_ready, tmp_path, bundle):
+    stack_ready("triton-3.6-cu130")
+    p = subprocess.run([sys.executable, "-m", "reprokit", "replay", str(EXAMPLES / bundle), "--stacks",
+                        "triton-3.6-cu130", "--executor", "venv", "--workers", "2", "--out", str(tmp_path), "--json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=1200, check=False)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    out = json.loads(p.stdout)
+    assert out["grid"]["significant"] is False
+    for c in out["grid"]["cases"]:
+        recorded, replayed = c["cells"]
+        # Triton's own ptxas (12.8) writes another PTX and SASS than torch's (13.0): that, and only that
+        assert set(replayed["moved"]) <= {"ir.ptx", "ir.sass"}, (c["id"], replayed["moved"])
+        assert replayed["status"] == "ok" and replayed["verdict"] == recorded["verdict"], c["id"]
+        # TTIR, TTGIR and LLVM IR are the program's own; ptxas is Triton's here
+        assert [replayed["ir"][lv] == recorded["ir"][lv] for lv in ("ttir", "ttgir", "llir")] == [True] * 3, c["id"]
+    results = _member(Path(out["stacks"][0]["bundle"]), "/results.json")["cases"]
+    for rec in results:
+        assert rec["reproduced"]["same"] is None, rec
+        assert "torch's ptxas 13.0 (torch/bin/ptxas), which this stack does not have" in rec["reproduced"]["reason"]
