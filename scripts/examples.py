@@ -105,6 +105,10 @@ EXAMPLES_TABLE = (
                    "h100-trace-in-place-triton-3.6.0.tgz", "h100-trace-liger-triton-3.6.0.tgz")),
     _gpu("h100-trace-liger-triton-3.6.0-replay.tgz",
          "$RK replay bundles/examples/h100-trace-liger-triton-3.6.0.tgz --executor local --share --out $OUT"),
+    # torch.compile in the default mode, traced on torch 2.11 (scripts/gpu/inductor-check.sh)
+    *(_gpu(f"h100-trace-inductor-{m}-triton-3.6.0.tgz",
+           f"$RK trace --gpu h100 --share --out $OUT -- python3 scripts/gpu/compile_{m}.py")
+      for m in ("norms", "attention")),
     _gpu("sweeps/gemm-configs-gpu-triton-3.6.0-h100.tgz",
          "$RK sweep gemm-configs --gpus h100 --mode gpu --share --out $OUT"),
 )
