@@ -141,9 +141,10 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     if prepared.derived is None:
         return {"id": case["id"], "artifacts": {}, **prepared.result}
     d = prepared.derived
-    # loaded where a call case compiles: a traced call starts from the program's own compile
+    # loaded where a call case compiles: a traced call starts from the program's own compile,
+    # with the ptxas the program chose
     from reprokit.harness import toolchain
-    from reprokit.harness.generated import seeded
+    from reprokit.harness.generated import seeded  # noqa: I001 - as toolchain, loaded where a call compiles
 
     tools = toolchain.use(case)  # the ptxas the program chose, where it chose one (Inductor's, torch's)
     seeded(case, plan)

@@ -71,3 +71,4 @@ def test_a_triton_only_stack_compiles_every_kernel_and_does_not_judge_another_pt
     for rec in results:
         assert rec["reproduced"]["same"] is None, rec
         assert "torch's ptxas 13.0 (torch/bin/ptxas), which this stack does not have" in rec["reproduced"]["reason"]
+
