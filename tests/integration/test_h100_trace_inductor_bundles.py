@@ -72,3 +72,21 @@ def test_a_triton_only_stack_compiles_every_kernel_and_does_not_judge_another_pt
         assert rec["reproduced"]["same"] is None, rec
         assert "torch's ptxas 13.0 (torch/bin/ptxas), which this stack does not have" in rec["reproduced"]["reason"]
 
+
+
+@pytest.mark.parametrize("stack", ["triton-3.5-cu130", "triton-3.9-cu132"])
+def test_on_other_releases_every_generated_kernel_compiles_or_names_what_its_release_lacks(stack_ready, tmp_path,
+                                                                                          stack):
+    stack_ready(stack)
+    for bundle in sorted(BUNDLES):
+        p = subprocess.run([sys.executable, "-m", "reprokit", "replay", str(EXAMPLES / bundle), "--stacks", stack,
+                            "--executor", "venv", "--workers", "2", "--out", str(tmp_path / bundle), "--json"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=1200, check=False)
+        assert p.returncode in (0, 1), p.stdout[-3000:] + p.stderr[-3000:]  # 1: something moved, said in the grid
+        out = json.loads(p.stdout)
+        assert not out["grid"].get("failed"), out["grid"]
+        for c in out["grid"]["cases"]:
+            replayed = c["cells"][1]
+            assert replayed["status"] in ("ok", "unsupported"), (bundle, c["id"], replayed)
+            if replayed["status"] == "unsupported":
+                assert replayed.get("error"), (bundle, c["id"], replayed)
