@@ -447,12 +447,16 @@ def _wrap_caching_autotuner(module) -> None:
     launches = _STATE.setdefault("launches", {})
 
     def run(self, *args, **kwargs):
+        # Before its first launch a tuner holds a launcher per config; the launch autotunes and
+        # keeps the best one (Inductor has cleared `configs` by then): counted here, first.
+        first = "_reprokit_key" not in self.__dict__ and not kwargs.get("benchmark_run")
+        configs = len(getattr(self, "launchers", None) or ()) if first else 0
         result = original(self, *args, **kwargs)
         if kwargs.get("benchmark_run"):  # the autotuner timing a config: no launch of the program's
             return result
         key = self.__dict__.get("_reprokit_key")
         if key is None:
-            _guarded(_inductor_launch, getattr(self, "fn", None), self)
+            _guarded(_inductor_launch, getattr(self, "fn", None), self, configs)
             key = self.__dict__["_reprokit_key"] = _launched_key(self)
         launches[key] = launches.get(key, 0) + 1  # a dict increment per launch: the whole cost
         return result
@@ -466,7 +470,8 @@ def _launched_key(tuner) -> str:
     return str(getattr(launchers[0], "cache_hash", None) or "?") if len(launchers) == 1 else "?"
 
 
-def _inductor_launch(tuner) -> None:
+def _inductor_launch(tuner, configs_before: int = 0) -> None:
+    """`configs_before`: how many launchers the tuner held before its first launch autotuned."""
     launchers = list(getattr(tuner, "launchers", None) or [])
     if len(launchers) != 1:
         return
@@ -474,7 +479,7 @@ def _inductor_launch(tuner) -> None:
     _STATE["event"]({"type": "generated_launch", "kernel": getattr(fn, "__name__", "?"),
                      "source": {"path": _source(fn), "line": _line(fn)},
                      "key": getattr(launchers[0], "cache_hash", None),
-                     "configs": len(getattr(tuner, "configs", None) or ()),
+                     "configs": max(len(getattr(tuner, "configs", None) or ()), configs_before),
                      "chosen": _config(getattr(launchers[0], "config", None))})
 
 

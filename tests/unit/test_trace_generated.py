@@ -235,3 +235,42 @@ def test_threads_of_one_process_copy_one_helper_without_clashing(tmp_path):
         t.join()
     assert errors == [] and dest.read_bytes() == src.read_bytes()
     assert sorted(p.name for p in dest.parent.iterdir()) == ["helper.py"]
+
+
+def test_an_inductor_kernel_autotuned_at_its_first_launch_counts_every_config(monkeypatch):
+    """Inductor clears a tuner's `configs` once compiled; its first launch benchmarks one launcher
+    per config and keeps the best. The launch record counts the launchers it held before, so the
+    dropped configs read as that kernel's autotune (not chosen), not as unrelated candidates."""
+    import types
+
+    events = []
+    monkeypatch.setattr(listen, "_STATE", {"event": events.append})
+
+    class Launcher:
+        def __init__(self, key, block):
+            self.cache_hash, self.config = key, types.SimpleNamespace(kwargs={"XBLOCK": block}, num_warps=4,
+                                                                       num_stages=1)
+
+    class CachingAutotuner:
+        def __init__(self):
+            self.fn, self.configs = types.SimpleNamespace(__name__="triton_poi_fused_0", fn=None), None
+            self.launchers = [Launcher("KEY_A", 512), Launcher("KEY_B", 1024)]
+
+        def run(self, *args, **kwargs):
+            self.launchers = self.launchers[1:]  # autotuned: the best kept
+
+    module = types.SimpleNamespace(CachingAutotuner=CachingAutotuner)
+    listen._wrap_caching_autotuner(module)
+    tuner = CachingAutotuner()
+    tuner.run(stream=0)
+    tuner.run(stream=0)
+    (launch,) = [e for e in events if e["type"] == "generated_launch"]
+    assert launch["configs"] == 2 and launch["key"] == "KEY_B" and launch["chosen"]["kwargs"] == {"XBLOCK": 1024}
+    assert listen._STATE["launches"] == {"KEY_B": 2}
+    records = [{"type": "compiled", "seq": i + 1, "key": k, "kernel": "triton_poi_fused_0", "file": "generated/c.py",
+                "helpers": [], "source": {"path": None, "line": 3}, "signature": {}, "constants": [], "attrs": [],
+                "options": {}, "target": {}, "digests": {}} for i, k in enumerate(("KEY_A", "KEY_B"))]
+    cases = generated.cases(records + events + [{"type": "generated_launches", "launches": {"KEY_B": 2}}],
+                            set(), "3.6.0", 60.0, (4, 3))
+    assert [(c["trace"].get("autotune"), c["trace"].get("candidate")) for c in cases] == [
+        ({"configs": 2, "chosen": False}, None), ({"configs": 2, "chosen": True}, None)]
