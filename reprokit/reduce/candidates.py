@@ -253,7 +253,10 @@ def _replacements(node: ast.expr, params: list[str], local: set[str]) -> list[tu
         out += [("then value", node.body), ("else value", node.orelse)]
     elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
         out.append(("subscripted value", node.value))
-    elif isinstance(node, ast.Call) and node.keywords:
+    if isinstance(node, ast.Call):
+        # a call whose result is what a nested call gives: `store(d, load(d, ...), o)` -> `load(d, ...)`
+        out += [(f"its argument {i}", a) for i, a in enumerate(node.args) if isinstance(a, ast.Call)]
+    if isinstance(node, ast.Call) and node.keywords:
         for i in range(len(node.keywords)):
             c = copy.deepcopy(node)
             del c.keywords[i]
@@ -443,9 +446,27 @@ def inline_variables(tree: ast.Module, case: dict, fn: str) -> Iterator[tuple[st
                 yield f"inline the variable {name} (line {s.lineno})", t, case
 
 
+def lower_rank(tree: ast.Module, case: dict, fn: str) -> Iterator[tuple[str, ast.Module, dict]]:
+    """One dimension less: element i dropped from every list or tuple literal of one length in the
+    kernel functions at once (a tile's offsets, block shape and strides keep agreeing), e.g.
+    `load(d, [0, 0], [1, 4])` -> `load(d, [0], [4])`."""
+    names = {f.name for f in reached(tree, fn)}
+    nodes = _index(tree)
+    literals = [n for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in names
+                for n in ast.walk(f) if isinstance(n, (ast.List, ast.Tuple)) and isinstance(n.ctx, ast.Load)]
+    for length in sorted({len(n.elts) for n in literals if len(n.elts) >= 2}, reverse=True):
+        group = [nodes.index(n) for n in literals if len(n.elts) == length]
+        for i in range(length):
+            t = copy.deepcopy(tree)
+            idx = _index(t)
+            for k in group:
+                del idx[k].elts[i]
+            yield f"every {length}-element literal without element {i}", t, case
+
+
 # Bigger cuts first: a pass that removes a block saves the compiles of the passes after it.
 PASSES: tuple[Pass, ...] = (drop_top_level, drop_statements, peel_loops, inline_helpers, inline_variables, drop_unused_args,
-                            fix_constexprs, cut_decorator_lists, simplify_expressions, smaller_sizes)
+                            fix_constexprs, cut_decorator_lists, simplify_expressions, lower_rank, smaller_sizes)
 
 
 def candidates(state: State) -> Iterator[Candidate]:

@@ -207,3 +207,21 @@ def test_the_cache_skips_a_torn_last_line(tmp_path):
     again.close()
     assert Cache(tmp_path).get("k3") == {"status": "crash"}
     assert json.loads((tmp_path / "cache.jsonl").read_text().splitlines()[-1])["key"] == "k3"
+
+
+def test_one_dimension_less_and_a_call_replaced_by_the_call_it_wraps():
+    """A tile's offsets and block shape lose one element together (each alone would no longer
+    agree); a call is replaced by a call among its arguments (a store by the load it stores)."""
+    src = ("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(d):\n"
+           "    tl._experimental_descriptor_store(d, tl._experimental_descriptor_load(d, [0, 0], [1, 4], tl.float16),"
+           " [0, 0])\n")
+    state = cand.State.of(src, {"id": "k", "file": "k.py", "function": "k", "call": {"args": {"d": {}}}})
+    by_step = {c.step: c.state.source for c in cand.candidates(state)}
+    lower = {s: v for s, v in by_step.items() if s.startswith("every 2-element literal")}
+    assert sorted(lower) == ["every 2-element literal without element 0", "every 2-element literal without element 1"]
+    assert "load(d, [0], [4], tl.float16), [0])" in lower["every 2-element literal without element 0"]
+    assert "load(d, [0], [1], tl.float16), [0])" in lower["every 2-element literal without element 1"]
+    nested = [v for s, v in by_step.items() if s.endswith("-> its argument 1")]
+    assert len(nested) == 1 and "_experimental_descriptor_store" not in nested[0].split("def k")[1]
+    assert all(cand.size(cand.State.of(v, state.case_dict())).nodes < cand.size(state).nodes
+               for v in [*lower.values(), *nested])
