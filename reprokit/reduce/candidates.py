@@ -460,7 +460,9 @@ def lower_rank(tree: ast.Module, case: dict, fn: str) -> Iterator[tuple[str, ast
             t = copy.deepcopy(tree)
             idx = _index(t)
             for k in group:
-                del idx[k].elts[i]
+                literal = idx[k]
+                assert isinstance(literal, (ast.List, ast.Tuple))  # the same walk over a copy
+                del literal.elts[i]
             yield f"every {length}-element literal without element {i}", t, case
 
 
