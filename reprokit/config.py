@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -159,8 +161,8 @@ def gpu_keys() -> frozenset:
 
 @dataclass(frozen=True)
 class Config:
-    stacks: dict[str, Stack]
-    gpus: dict[str, GpuProfile]
+    stacks: Mapping[str, Stack]   # read-only views: one Config serves the whole process (_LOADED)
+    gpus: Mapping[str, GpuProfile]
     path: Path
 
     def gpu(self, key: str) -> GpuProfile:
@@ -216,10 +218,34 @@ def stacks_and_gpus(path: Path) -> tuple[dict, dict]:
     return stacks, dict(gpus)
 
 
+# Configs already read, by the files they came from as they were then (path, size, mtime): one
+# parse per process and set of files, however many verbs and argument checks ask (a file that
+# changes on disk is read again).
+_LOADED: dict[tuple, Config] = {}
+
+
+def _stamp(path: Path | None) -> tuple:
+    if path is None:
+        return (None,)
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return (str(path), None)  # load_toml says why it cannot be read, each time
+    return (str(Path(path).absolute()), st.st_size, st.st_mtime_ns)
+
+
 def load_config(path: Path | None = None) -> Config:
     """The stacks and GPU profiles of `path` (default: the packaged stacks.toml), with those of
-    the user's reprokit.toml (use_project) added; a project's entry replaces a default of the same name."""
+    the user's reprokit.toml (use_project) added; a project's entry replaces a default of the same
+    name. Read once per process for the same files (_LOADED); a Config is never changed after."""
     path = path or defaults_root() / "stacks.toml"
+    key = (_stamp(path), _stamp(_PROJECT))
+    if key not in _LOADED or None in key[0] or None in key[1][1:]:
+        _LOADED[key] = _read_config(path)
+    return _LOADED[key]
+
+
+def _read_config(path: Path) -> Config:
     raw = load_toml(path)
     # (file, the root its dockerfiles are named from, its stacks, its GPU profiles)
     layers: list[tuple[Path, Path | None, dict, dict]] = [(path, None, raw.get("stacks", {}), raw.get("gpus", {}))]
@@ -235,4 +261,4 @@ def load_config(path: Path | None = None) -> Config:
             gpus[key] = GpuProfile.from_dict(g, key=key, where=f"{where}: GPU profile")
     if not gpus:
         raise ConfigError(f"{path}: no [gpus.*] profiles")
-    return Config(stacks=stacks, gpus=gpus, path=Path(path))
+    return Config(stacks=MappingProxyType(stacks), gpus=MappingProxyType(gpus), path=Path(path))

@@ -142,3 +142,27 @@ def test_stack_and_profile_round_trip_through_their_json_forms():
     assert gpu_keys() == {"name", "capability", "sm_count", "smem_per_block", "mem_bandwidth_gbs", "fp16_tflops"}
     with pytest.raises(ConfigError, match="lacks fp16_tflops"):
         GpuProfile.from_dict({k: v for k, v in cfg.gpu("h100").to_dict().items() if k != "fp16_tflops"})
+
+
+def test_the_config_is_read_once_per_set_of_files_and_cannot_be_changed(tmp_path, monkeypatch):
+    """Every verb and argument check asks load_config(); the TOML is parsed once for the same
+    files, again when a file changes, and the Config they share cannot be changed by any of them."""
+    from reprokit import config
+
+    reads = []
+    real = config.load_toml
+    monkeypatch.setattr(config, "load_toml", lambda p: reads.append(p) or real(p))
+    monkeypatch.setattr(config, "_LOADED", {})
+    project = tmp_path / "reprokit.toml"
+    project.write_text('[stacks.mine]\ntriton = "3.6.0"\n')
+    monkeypatch.setattr(config, "_PROJECT", project)
+    a, b = load_config(), load_config()
+    assert a is b and "mine" in a.stacks and len(reads) == 2  # the defaults and the project, once
+    project.write_text('[stacks.mine]\ntriton = "3.5.0"\n# changed\n')
+    c = load_config()
+    assert c is not a and c.stacks["mine"].triton == "3.5.0" and len(reads) == 4
+    with pytest.raises(TypeError):
+        c.stacks["other"] = c.stacks["mine"]  # type: ignore[index]
+    project.unlink()
+    with pytest.raises(UsageError, match="no such file"):
+        load_config()
