@@ -4,7 +4,7 @@ A traced 3.0-era kernel takes `*i8` arguments of 128 bytes that the program fill
 global address of one of its tensors (CUtensorMap). The trace records each fill
 (`trace.tma_fills`, by parameter: the base tensor's metadata, the address's offset in it, dims,
 block dims, element size, the function that filled it, and `shares` where the base is another
-argument's tensor; reprokit/trace/tmafill.py). Here the replay makes the base tensor (recorded
+argument's tensor; reprokit/trace/inprogram/tmafill.py). Here the replay makes the base tensor (recorded
 values or a seed, as for any tensor argument), calls the release's own fill over it, and puts
 the bytes in the argument: the kernel then reads and writes the replay's memory. The base tensor
 stands for the argument in the record's inputs and outputs (a store descriptor's base is the

@@ -1,5 +1,5 @@
 """The NVIDIA tools a traced case compiles with again: the ptxas (and libdevice) that the program
-chose instead of Triton's own, as reprokit.trace.listen.toolchain recorded them.
+chose instead of Triton's own, as reprokit.trace.inprogram.listen.toolchain recorded them.
 
     use(case) -> dict    called in the case's own process, before its compile
 

@@ -2,7 +2,7 @@
 compile that the program made itself through `triton.compile` (Inductor's kernels, and its
 autotune candidates), beside trace/plan.py's call cases.
 
-The records come from reprokit.trace.listen, in every process of the program (compile workers
+The records come from reprokit.trace.inprogram.listen, in every process of the program (compile workers
 included): a `compiled` record per compile (one per cache key: a worker's compile that the
 main process loads again is one case), and a `generated_launch` record per Inductor kernel that
 launched, naming the compile it ran (its cache key) and how many configs its autotuner had.

@@ -22,7 +22,7 @@ from pathlib import Path
 from reprokit import proc
 from reprokit.errors import UsageError
 
-BOOT = Path(__file__).resolve().parent / "boot"
+BOOT = Path(__file__).resolve().parent / "inprogram" / "boot"
 TENSORS = ("none", "small", "all")
 
 
@@ -138,7 +138,7 @@ def _read(path: Path) -> list:
 
 @dataclass(frozen=True)
 class _Process:
-    """One recording process's folder (recorder.py: p<pid>-<hex>/) and its records."""
+    """One recording process's folder (inprogram/recorder.py: p<pid>-<hex>/) and its records."""
 
     folder: Path
     records: list
@@ -194,7 +194,7 @@ def _place_kernels(procs: list, dest: Path) -> list:
             if f.name.count(".") == 1 and f.name not in texts:
                 texts[f.name] = f.read_bytes()
         for f in sorted((one.folder / "kernels").glob("*/**/*.py")):
-            # generated kernels and their helpers (trace/listen.py: generated/...), named by
+            # generated kernels and their helpers (trace/inprogram/listen.py: generated/...), named by
             # their compiler after their text: the first process's copy
             rel = f.relative_to(one.folder / "kernels").as_posix()
             texts.setdefault(rel, f.read_bytes())
@@ -260,7 +260,7 @@ def merge(per_process: list) -> list:
 
 def parse(trace_dir: Path, exit_code: int, seconds: float, stderr_tail: str, root_pid: int | None = None
           ) -> ProgramRun:
-    """Merge what every process of the program recorded (recorder.py: one folder each) into one
+    """Merge what every process of the program recorded (inprogram/recorder.py: one folder each) into one
     numbering, with the kernel files under `trace_dir/kernels` and kept tensors under
     `trace_dir/tensors`, named by the merged numbers. `root_pid`: the program reprokit started."""
     procs = _processes(trace_dir, root_pid)

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from reprokit.trace import program
-
 PROBE = r'''
 import atexit, os, runpy, sys
 def _report():

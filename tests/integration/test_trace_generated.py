@@ -234,7 +234,7 @@ def test_a_ptxas_the_program_chose_is_recorded_and_never_blamed_on_the_compiler(
 
 
 def test_torchs_ptxas_is_found_again_in_the_stacks_torch(tmp_path, interp_python):  # noqa: F811
-    """The recording side (trace.listen.toolchain) names a ptxas inside torch's package by its place
+    """The recording side (trace.inprogram.listen.toolchain) names a ptxas inside torch's package by its place
     there; the capture side (harness.toolchain.use) finds that file in the torch it imports, and
     says so when the torch it has holds none. A torch package of the test's own stands for a CUDA
     torch (whose wheel ships bin/ptxas), in the interpreter venv's real Triton."""
@@ -248,7 +248,7 @@ def test_torchs_ptxas_is_found_again_in_the_stacks_torch(tmp_path, interp_python
 import json, os, sys
 import torch, triton
 os.environ["TRITON_PTXAS_PATH"] = {str(ptxas)!r}
-from reprokit.trace import listen
+from reprokit.trace.inprogram import listen
 from reprokit.harness import toolchain
 seen = listen.toolchain({{"backend": "cuda", "arch": 90, "warp_size": 32}})
 os.environ.pop("TRITON_PTXAS_PATH")

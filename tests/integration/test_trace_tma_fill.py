@@ -44,7 +44,7 @@ def traced(tmp_path_factory):
     out = tmp_path_factory.mktemp("trace")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROKIT_", "TRITON_"))}
     env.update(REPROKIT_TRACE_DIR=str(out), REPROKIT_TRACE_PROFILE=json.dumps({"capability": 90}),
-               TRITON_INTERPRET="1", PYTHONPATH=f"{ROOT / 'reprokit' / 'trace' / 'boot'}{os.pathsep}{ROOT}")
+               TRITON_INTERPRET="1", PYTHONPATH=f"{ROOT / 'reprokit' / 'trace' / 'inprogram' / 'boot'}{os.pathsep}{ROOT}")
     p = subprocess.run([python, str(PROGRAM)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
                        check=False)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -195,7 +195,7 @@ def test_a_replay_launches_through_descriptors_filled_over_its_own_tensors(tmp_p
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPROKIT_", "TRITON_"))}
     env.update(REPROKIT_TRACE_DIR=str(out), REPROKIT_TRACE_PROFILE=json.dumps({"capability": 90}),
                REPROKIT_TRACE_TENSORS="small", TRITON_INTERPRET="1",
-               PYTHONPATH=f"{ROOT / 'reprokit' / 'trace' / 'boot'}{os.pathsep}{ROOT}")
+               PYTHONPATH=f"{ROOT / 'reprokit' / 'trace' / 'inprogram' / 'boot'}{os.pathsep}{ROOT}")
     p = subprocess.run([python, str(PROGRAM.with_name("descriptor_address_standin.py"))], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0 and "y == 2x" in p.stdout, p.stderr[-2000:]

@@ -1,7 +1,7 @@
 """The environment is read once, at the edge: `cli.main` reads it into a HostEnv
 (reprokit/options.py), and library code takes what it needs from there. The harness runs in a
 process of its own inside a stack, so it reads its own environment; so does the recorder that
-`reprokit trace` starts inside the user's program (reprokit/trace/boot, recorder.py)."""
+`reprokit trace` starts inside the user's program (reprokit/trace/inprogram/boot, recorder.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reprokit"
 READS = re.compile(r"os\.environ|os\.getenv|Path\.home|expanduser|tempfile\.gettempdir|tempfile\.tempdir")
-ALLOWED = {"cli.py", "options.py", "trace/recorder.py"}
+ALLOWED = {"cli.py", "options.py", "trace/inprogram/recorder.py"}
 
 
 def test_only_the_edge_reads_the_environment():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith(("harness/", "trace/boot/")) or rel in ALLOWED:
+        if rel.startswith(("harness/", "trace/inprogram/boot/")) or rel in ALLOWED:
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if READS.search(line):

@@ -17,13 +17,14 @@ from reprokit.harness.toolbox import ttir_digest
 from reprokit.plan import Plan
 from reprokit.records import CaseRecord
 from reprokit.run.replay import winners
-from reprokit.trace import generated, listen
+from reprokit.trace import generated
+from reprokit.trace.inprogram import listen
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def compiled(seq: int, key: str, kernel: str, xblock: int, warps: int, path: str = "/tmp/ab/cabc.py") -> dict:
-    """A `compiled` record as reprokit.trace.listen writes it."""
+    """A `compiled` record as reprokit.trace.inprogram.listen writes it."""
     return {"type": "compiled", "seq": seq, "key": key, "kernel": kernel, "file": "generated/cabc.py",
             "helpers": ["generated/_inductor_runtime/triton_helpers.py"], "source": {"path": path, "line": 12},
             "signature": {"in_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"},
@@ -165,7 +166,7 @@ def test_caching_autotuner_is_wrapped_when_triton_is_first_imported_by_inductors
     for pkg in (runtime.parent.parent, runtime.parent, runtime):
         (pkg / "__init__.py").write_text("")
     (tmp_path / "site" / "fake_triton.py").write_text(
-        "from reprokit.trace import listen\nlisten._watch_inductor()  # as recorder.install at triton's import\n")
+        "from reprokit.trace.inprogram import listen\nlisten._watch_inductor()  # as recorder.install at triton's import\n")
     (runtime / "triton_heuristics.py").write_text(textwrap.dedent("""
         import fake_triton  # the first import of triton, from here
         class CachingAutotuner:

@@ -1,4 +1,4 @@
-"""Which pointers a kernel only writes (reprokit/trace/writeonly.py): those a trace keeps as
+"""Which pointers a kernel only writes (reprokit/trace/inprogram/writeonly.py): those a trace keeps as
 zeros among a launch's inputs instead of the uninitialised memory `torch.empty` handed the kernel.
 A wrong "write-only" would throw the user's input away, so every doubtful use counts as a read."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reprokit.trace.writeonly import write_only
+from reprokit.trace.inprogram.writeonly import write_only
 
 
 def copy(x_ptr, out_ptr, n, BLOCK):

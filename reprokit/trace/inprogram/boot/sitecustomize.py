@@ -35,8 +35,7 @@ class _AfterTriton(importlib.abc.MetaPathFinder):
             run(module)
             finder.done = True
             # inside the user's program at start-up: the recorder loads only when tracing is on.
-            from reprokit.trace import recorder
-
+            from reprokit.trace.inprogram import recorder
             recorder.install()
 
         spec.loader.exec_module = exec_module
@@ -59,8 +58,7 @@ def _chain() -> None:
 
 if os.environ.get("REPROKIT_TRACE_DIR"):
     if "triton" in sys.modules:  # imported by something before us (a .pth file): install now
-        from reprokit.trace import recorder
-
+        from reprokit.trace.inprogram import recorder
         recorder.install()
     else:
         sys.meta_path.insert(0, _AfterTriton())

@@ -70,8 +70,7 @@ def install() -> None:
         from triton.runtime import interpreter
 
         # inside the traced program: loaded once its Triton is, and only what the hook needs.
-        from reprokit.trace import standin
-
+        from reprokit.trace.inprogram import standin
         if "run" in vars(interpreter.InterpretedFunction):  # 3.6+: a method, as on JITFunction
             _wrap_run(interpreter.InterpretedFunction)
         else:  # 3.0-3.5: `run` is set per instance and `kernel[grid]` skips it: every launch is a GridExecutor call
@@ -82,18 +81,16 @@ def install() -> None:
 
     if interpret and callable(getattr(autotuner, "do_bench", None)):
         # 3.0-3.1 time configs with the module's own do_bench (triton.testing's, CUDA events).
-        from reprokit.trace.standin import OrdinalBench
+        from reprokit.trace.inprogram.standin import OrdinalBench
 
         autotuner.do_bench = OrdinalBench()
     _wrap_autotuner(autotuner.Autotuner)
     # inside the traced program: loaded once its Triton is, and only what the hook needs.
-    from reprokit.trace import tmafill
-
+    from reprokit.trace.inprogram import tmafill
     _STATE["tmafill"] = tmafill
     tmafill.install(_tensor)  # 3.0-3.3's host-filled descriptors (none on 3.4+)
     # inside the traced program: Triton's compile listener (3.4+): generated kernels, and digests
-    from reprokit.trace import listen
-
+    from reprokit.trace.inprogram import listen
     listen.install(_event, _STATE["out"], lambda: getattr(_DERIVING, "on", False),
                    interpret=os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"))
     _STATE["listen"] = listen
@@ -302,8 +299,7 @@ def _kernel(launcher) -> dict:
     from reprokit.harness import call
 
     # inside the traced program: loaded once its Triton is, and only what the hook needs.
-    from reprokit.trace import extract
-
+    from reprokit.trace.inprogram import extract
     kw = dict(getattr(launcher, "kwargs", None) or {})  # the interpreter keeps the decorator's arguments here
     jit_args = {k: getattr(launcher, k, None) if getattr(launcher, k, None) is not None else kw.get(k)
                 for k in _JIT_ARGS}
@@ -391,7 +387,7 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
         entry = {"n": n, "launches": 0 if warmup else 1, "launched": False, "save": _STATE["tensors"] != "none"}
         if entry["save"]:  # pointers the kernel only writes: kept as zeros, not as uninitialised memory
             # inside the traced program: loaded only when tensors are kept.
-            from reprokit.trace.writeonly import write_only
+            from reprokit.trace.inprogram.writeonly import write_only
 
             entry["write_only"] = write_only(k["fn"])
         _STATE["seen"][key] = _STATE["memo"][memo_key] = entry
@@ -685,7 +681,7 @@ def _wrap_autotuner(cls) -> None:
         own = self.__dict__.get("_do_bench") is not None
         if _STATE["interpret"] and not own:
             # inside the traced program: loaded once its Triton is, and only what the hook needs.
-            from reprokit.trace.standin import OrdinalBench
+            from reprokit.trace.inprogram.standin import OrdinalBench
 
             # cached_property (3.4+) and the plain attribute (3.0-3.3) both read the instance's dict first.
             self.__dict__["do_bench"] = OrdinalBench()
