@@ -133,7 +133,7 @@ class Cell:
     correct: bool | None = None
     time_s: float | None = None      # the record's headline median (gpu.bench[0])
     times: tuple = ()                # ((method, seconds), ...): every method the record has, headline first
-    outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.callgpu)
+    outputs: tuple = ()              # a declared call on a GPU: ((tensor, summary), ...) (harness.kinds.callgpu)
     deterministic: bool | None = None  # a declared call on a GPU: its relaunches gave the same bytes
     inputs: tuple = ()               # a declared call on a GPU: ((tensor, sha256 before the launch), ...)
     # Against the first column, each output's check: ((tensor, {match, max_abs, max_rel, against}), ...)
@@ -410,12 +410,12 @@ def _inputs_differ(base: Cell, cell: Cell) -> bool:
 def output_checks(base: Cell, cell: Cell) -> tuple:
     """A call's outputs against column 0's, ((tensor, {match, max_abs, max_rel, against}), ...):
     bit-exact where both runs were deterministic, else within the dtype's tolerance
-    (harness.callgpu.compare_output; "differs", "missing" and "inexact" move). Where column 0
+    (harness.kinds.callgpu.compare_output; "differs", "missing" and "inexact" move). Where column 0
     launched nothing (a trace, or a compile-only bundle), the outputs its trace recorded are the
     reference (`reference` of each output: "differs" moves)."""
     if base.outputs and cell.outputs:
         # The harness's own rule, loaded only where both sides launched a call case and kept outputs.
-        from reprokit.harness.callgpu import compare_output
+        from reprokit.harness.kinds.callgpu import compare_output
 
         det = (bool(base.deterministic), bool(cell.deterministic))
         a, b = dict(base.outputs), dict(cell.outputs)

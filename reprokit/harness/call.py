@@ -6,7 +6,7 @@ The derivation runs the release's `JITFunction.run(..., warmup=True)` on stand-i
 them) with a stand-in driver that reports the profile's target (reprokit.harness.standin), and
 takes the ASTSource and options the JIT hands to `triton.compile`: the signature, constexprs and
 divisibility attributes are the JIT's, for every release 3.0-3.9, and nothing is typed by hand.
-reprokit.harness.callcase compiles it as the suite's cases are compiled.
+reprokit.harness.kinds.callcase compiles it as the suite's cases are compiled.
 
 Decorators: `@triton.autotune` expands to one case per config (`configs`: "all" or a list of
 indices into the autotuner's `configs`, early pruning not applied), each config's kwargs and

@@ -12,16 +12,8 @@ import os
 import sys
 import traceback
 
-from reprokit.harness import (
-    callcase,
-    callgpu,
-    cudacpp,
-    generated,
-    inductor,
-    launch,
-    triton_case,
-    write_json,
-)
+from reprokit.harness import write_json
+from reprokit.harness.kinds import callcase, callgpu, cudacpp, generated, inductor, launch, triton_case
 from reprokit.harness.toolbox import cubin_digest, one_line
 
 
@@ -82,7 +74,7 @@ def child_main(case: dict, plan: dict, kernels_dir: str, case_dir: str, wait_for
 
 
 def _on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, rec: dict) -> dict:
-    """Launch, check and benchmark the compiled case (reprokit.harness.launch); a failure of the
+    """Launch, check and benchmark the compiled case (reprokit.harness.kinds.launch); a failure of the
     harness itself there is kept as the case's GPU result, not lost with the compile's record."""
     if case.get("kind") == "generated":
         return {"status": "not_launched", "reason": "a generated kernel is compiled and held to the program's own "

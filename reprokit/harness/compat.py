@@ -14,7 +14,7 @@ import re
 import triton
 import triton.language as tl
 
-from reprokit.harness import cudacpp
+from reprokit.harness.kinds import cudacpp
 from reprokit.harness.toolbox import DISASSEMBLERS, file_digest, tool_path, tool_version
 
 VERSION = triton.__version__

@@ -101,7 +101,7 @@ def scan_all(texts: dict) -> tuple[dict, dict]:
 _DECIDING = ("sass", "ptx", "ttgir")
 
 
-# reprokit could not capture what the program compiled (reprokit.harness.generated): its own
+# reprokit could not capture what the program compiled (reprokit.harness.kinds.generated): its own
 # verdict, never the compiler's or the kernel's, and never "not met"
 NOT_CAPTURED = ("not_reproduced", "capture_failed")
 

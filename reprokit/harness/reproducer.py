@@ -31,7 +31,8 @@ import os
 import pprint
 import re
 
-from reprokit.harness import callcase, minimal, oracle, reprolaunch, toolbox
+from reprokit.harness import minimal, oracle, reprolaunch, toolbox
+from reprokit.harness.kinds import callcase
 from reprokit.harness.reprolaunch import inline as _inline
 
 FILE_NAME = "reproducer.py"
@@ -170,7 +171,7 @@ class Reproducers:
         if case is None or (case.get("kind") == "call" and not (rec or {}).get("call")):
             return None  # a call refused or unsupported before the JIT derived it: nothing to compile
         if case.get("kind") == "generated":
-            return None  # its module imports Inductor's runtime: the bundle's case (harness.generated) is its reproducer
+            return None  # its module imports Inductor's runtime: the bundle's case (harness.kinds.generated) is its reproducer
         name = callcase.kernel_ref(case)[0] if case.get("kind") == "call" else case["kernel"]["file"]
         if name not in self.sources:
             self.sources[name] = self.read(name)

@@ -2,7 +2,7 @@
 launch its case through the installed release's JIT and check the output, as script text.
 
 `launch_spec(case, plan, result)` is the data the script carries (`_LAUNCH`): the suite's launch
-recipe and check size for a copy or GEMM (reprokit.harness.launch.RECIPES); a declared call and
+recipe and check size for a copy or GEMM (reprokit.harness.kinds.launch.RECIPES); a declared call and
 its record's GPU output fingerprints; or why the case cannot be launched. `script(kind)` is the
 launch code: the harness's own functions inlined (launch.Bound, launch.check, call.bind,
 callgpu.launch_and_check, callgpu.compare_outputs, stats.tolerance, stats.classify_launch_error
@@ -17,7 +17,8 @@ import functools
 import inspect
 import pprint
 
-from reprokit.harness import call, callgpu, launch, standin, stats, tmafill
+from reprokit.harness import call, standin, stats, tmafill
+from reprokit.harness.kinds import callgpu, launch
 
 
 def inline(*objects, modules: tuple = (), rename: dict | None = None) -> str:
@@ -149,6 +150,8 @@ def launch_kind(spec: dict) -> str:
 # interpreter is slow).
 _SCRIPT_RUNS = 2
 
+# The text below names the modules by their paths before harness/kinds/ (launch and callgpu
+# live there now): every committed reproducer holds it byte for byte (bundle/templates.py).
 _HEAD = '''# ---- --launch: the case's kernel through this release's JIT, seeded inputs, the check -------
 # reprokit's own inputs, reference and tolerance, inlined (reprokit.harness.launch or call and
 # callgpu, and stats): the GPU run's rule, not a copy of it.

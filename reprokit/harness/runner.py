@@ -24,8 +24,9 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, callcase, compat, generated, oracle, reproducer, rows, write_json
+from reprokit.harness import FORMAT, compat, oracle, reproducer, rows, write_json
 from reprokit.harness import case as case_mod
+from reprokit.harness.kinds import callcase, generated
 from reprokit.harness.toolbox import load_module
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
@@ -448,7 +449,7 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
         return []
     timeouts = {}  # a probe that hangs is given up after its cases' shortest timeout
     for c in plan["cases"]:
-        # a generated kernel's module is loaded with its imports served from the bundle (harness.generated)
+        # a generated kernel's module is loaded with its imports served from the bundle (harness.kinds.generated)
         if c.get("language", "triton") == "triton" and c.get("kind") != "generated" \
                 and not compat.missing_requirement(c.get("requires", [])):
             t = float(c.get("timeout_s") or plan.get("timeout_s") or 300)

@@ -98,7 +98,7 @@ def _run(stack: Stack, executor: Executor, out_dir: Path, work: Path, plan: Plan
     # over this fresh folder (a replayed sweep's plan is resumable where it was made).
     plan = plan.for_stack(stack.pins()).one_pass()
     stage(work, plan, Path(plan.kernels or kernels_dir()), CAPTURE)
-    if plan.tensors is not None:  # the harness launches a traced call from them (harness.callgpu)
+    if plan.tensors is not None:  # the harness launches a traced call from them (harness.kinds.callgpu)
         try:
             shutil.copytree(plan.tensors, work / "trace" / "tensors")
         except OSError as e:

@@ -202,7 +202,7 @@ def replay(req: Request, executor, gpu: GpuOptions, options: RunOptions, out: Bu
         kernels = Path(tmp) / "kernels"
         kernels.mkdir()
         write_kernels(req.bundle, kernels)
-        # On a GPU a traced call launches from the tensors the trace kept (harness.callgpu);
+        # On a GPU a traced call launches from the tensors the trace kept (harness.kinds.callgpu);
         # compile-only there is nothing to launch, so they stay out of the new bundles.
         tensors = Path(tmp) / "tensors"
         kept = gpu.on_gpu and write_tensors(req.bundle, req.plan, tensors)

@@ -102,7 +102,7 @@ def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch:
     # the program launched: compile-only, whatever GPU the program ran on.
     plan = trace_plan.build(ran, req.gpu.profile, kernels=scratch / "records" / "kernels")
     # The program's own compiles, for the capture to start from on the same release
-    # (harness.generated.seeded): the speed of a trace is mostly not compiling everything again.
+    # (harness.kinds.generated.seeded): the speed of a trace is mostly not compiling everything again.
     seed = scratch / "seed"
     seed.mkdir(exist_ok=True)
     generated.seed(ran.records, seed)

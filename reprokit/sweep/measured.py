@@ -1,6 +1,6 @@
 """What a GPU sweep measured, per product group: sweep.json's `gpu` answers.
 
-Every point that compiled was launched (reprokit.harness.launch): checked against a torch
+Every point that compiled was launched (reprokit.harness.kinds.launch): checked against a torch
 reference, its determinism by output hashes, and, where right, timed against cuBLAS in the same
 process at each size (bench.SWEEP). Here: how many launched and how the others failed (the real
 launch error, grouped, with the simplest `axis >= threshold` rule that selects them), the best

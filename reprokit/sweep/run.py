@@ -52,7 +52,7 @@ class SweepOptions:
     work: the folder of resumable work folders; gpus/stacks: only these of the spec's targets
     (empty: all); reduced: the spec's reduced grid; shard: (i, n); sass: all | base | none
     (default: the spec's). mode "gpu": every point that compiles is also launched, checked and
-    timed (reprokit.harness.launch), on the GPU that `gpu` checked against each target's
+    timed (reprokit.harness.kinds.launch), on the GPU that `gpu` checked against each target's
     profile (GpuOptions, one per profile); host_stack: the stack that runs every target instead
     of the spec's (the local executor: this interpreter's own Triton, as `run --executor local`)."""
 

@@ -6,7 +6,7 @@ The records come from reprokit.trace.inprogram.listen, in every process of the p
 included): a `compiled` record per compile (one per cache key: a worker's compile that the
 main process loads again is one case), and a `generated_launch` record per Inductor kernel that
 launched, naming the compile it ran (its cache key) and how many configs its autotuner had.
-The case carries the ASTSource as recorded (harness.generated recreates it) and, in `trace`,
+The case carries the ASTSource as recorded (harness.kinds.generated recreates it) and, in `trace`,
 the digests of the program's own compile, which the capture must match.
 """
 
@@ -91,7 +91,7 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
 
 def seed(records, dest: Path) -> int:
     """Copy the program's own compiles (Triton cache entries, by key) that the plan's traced cases
-    name into `dest`: the capture starts from them on the same release (harness.generated.seeded).
+    name into `dest`: the capture starts from them on the same release (harness.kinds.generated.seeded).
     Returns how many were copied; one the program's cache no longer holds is compiled again."""
     done = 0
     for r in records:

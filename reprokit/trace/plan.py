@@ -85,7 +85,7 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
             trace["tma_fills"] = s["tma_fills"]
         if s.get("autotune"):
             trace["autotune"] = {"call": s["autotune"]["call"], "chosen": bool(chosen.get(s["n"]))}
-        if s["n"] in digests:  # the program's own compile, which the capture must match (harness.generated.faithful)
+        if s["n"] in digests:  # the program's own compile, which the capture must match (harness.kinds.generated.faithful)
             trace.update(digests=digests[s["n"]]["digests"], triton=triton)
             if digests[s["n"]].get("key"):
                 trace["cache_key"] = digests[s["n"]]["key"]

@@ -28,7 +28,8 @@ def main() -> int:
         return _empty(torch, triton, args)
 
     from reprokit.config import load_config
-    from reprokit.harness import bench, launch
+    from reprokit.harness import bench
+    from reprokit.harness.kinds import launch
     from reprokit.harness.toolbox import load_kernel
     from reprokit.suite import build_plan
 

@@ -1,5 +1,5 @@
 """On a real GPU: the CUDA C++ TMA copy (kernels/cuda/tma_copy.cu), built with nvcc and launched
-through the driver API (reprokit.harness.cudacpp.TmaCopy), copies exactly, tails included, the
+through the driver API (reprokit.harness.kinds.cudacpp.TmaCopy), copies exactly, tails included, the
 same bytes every run, and records the NVML sampler's summary around repeated launches."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the GPU tier needs torch")
 
-from reprokit.harness import cudacpp, nvml  # noqa: E402
+from reprokit.harness import nvml  # noqa: E402
+from reprokit.harness.kinds import cudacpp
 
 pytestmark = pytest.mark.gpu
 SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "cuda", "tma_copy.cu")

@@ -1,4 +1,4 @@
-"""On a real GPU: the torch.compile cases (reprokit.harness.inductor) compile a 4096^3 fp16 matmul
+"""On a real GPU: the torch.compile cases (reprokit.harness.kinds.inductor) compile a 4096^3 fp16 matmul
 with max-autotune, keep every Triton kernel Inductor compiled with its IR, name the one it chose,
 and check the result against torch.mm. With Inductor's persistent TMA template switched on, a
 kernel whose source uses tensor descriptors is among them."""
@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the GPU tier needs torch")
 pytest.importorskip("triton", reason="the GPU tier needs triton")
 
 from reprokit.config import load_config  # noqa: E402
-from reprokit.harness import inductor  # noqa: E402
+from reprokit.harness.kinds import inductor  # noqa: E402
 from reprokit.suite import build_plan, kernels_dir  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.harness import cudacpp
+from reprokit.harness.kinds import cudacpp
 from tests.conftest import by_id
 from tests.helpers.runs import planned
 

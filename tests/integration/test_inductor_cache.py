@@ -19,7 +19,8 @@ SCRIPT = textwrap.dedent('''
     cache, work = sys.argv[1], sys.argv[2]
     os.environ["TRITON_CACHE_DIR"] = cache
     import triton
-    from reprokit.harness import compat, inductor
+    from reprokit.harness import compat
+    from reprokit.harness.kinds import inductor
     from reprokit.harness.toolbox import load_kernel
     src = open("kernels/copy_tensor_descriptor.py").read()
     paths = []

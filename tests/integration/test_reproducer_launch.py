@@ -42,7 +42,8 @@ _RECORD = """
 import json, sys
 sys.path.insert(0, {root!r})
 import torch
-from reprokit.harness import call, callgpu, standin
+from reprokit.harness import call, standin
+from reprokit.harness.kinds import callgpu
 profile = {{"capability": 90, "sm_count": 132, "smem_per_block": 232448}}
 standin.install_driver(profile, torch_device="cpu")
 from reprokit.harness.toolbox import load_kernel

@@ -30,7 +30,7 @@ STACK = "triton-3.5-cu130"
 
 PLANT = r'''
 import json, os, re
-import reprokit.harness.launch as launch
+import reprokit.harness.kinds.launch as launch
 from reprokit.harness import bench, stats
 
 def _ms(p, n):

@@ -177,7 +177,7 @@ def test_tritonparse_and_reprokit_both_get_every_compile(tmp_path, interp_python
 
 def _other_ptxas() -> str:
     """A ptxas of another release than Triton 3.6's own (12.8): the CUDA toolkit's (CI's 13.0)."""
-    from reprokit.harness import cudacpp
+    from reprokit.harness.kinds import cudacpp
 
     nvcc = cudacpp.find_nvcc()
     ptxas = os.path.join(os.path.dirname(nvcc), "ptxas") if nvcc else None

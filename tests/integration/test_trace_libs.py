@@ -60,7 +60,8 @@ _REPLAY = """
 import json, sys
 sys.path.insert(0, sys.argv[2])
 import torch
-from reprokit.harness import callcase, callgpu, standin
+from reprokit.harness import standin
+from reprokit.harness.kinds import callcase, callgpu
 from reprokit.harness.toolbox import load_kernel
 bundle = sys.argv[1]
 plan = json.load(open(bundle + "/plan.json"))

@@ -29,7 +29,8 @@ _REPLAY = """
 import json, sys
 sys.path.insert(0, {root!r})
 import torch
-from reprokit.harness import callcase, callgpu, standin
+from reprokit.harness import standin
+from reprokit.harness.kinds import callcase, callgpu
 from reprokit.harness.toolbox import load_kernel
 bundle = {bundle!r}
 plan = json.load(open(bundle + "/plan.json"))
@@ -213,7 +214,7 @@ def test_tolerance_by_dtype_on_real_outputs(traced):
 
 
 def test_across_bundles_the_probes_decide_exact_close_inexact(traced):
-    from reprokit.harness.callgpu import compare_output
+    from reprokit.harness.kinds.callgpu import compare_output
 
     out = traced["ra"]["cases"]["axpy.1"]["outputs"]["out_ptr"]
     near = {**out, "sha256": "0" * 64, "probe": [v * 1.004 for v in out["probe"]]}

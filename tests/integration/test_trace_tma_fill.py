@@ -104,7 +104,7 @@ REBUILD = r"""
 import json, struct, sys
 import torch
 from reprokit.harness import tmafill
-from reprokit.harness.callgpu import make_tensor_factory
+from reprokit.harness.kinds.callgpu import make_tensor_factory
 
 def one(case):
     make = make_tensor_factory(torch, "cpu", 0)
@@ -162,7 +162,8 @@ _REPLAY = r"""
 import json, sys
 import torch
 import triton
-from reprokit.harness import callcase, callgpu, standin
+from reprokit.harness import standin
+from reprokit.harness.kinds import callcase, callgpu
 from reprokit.harness.toolbox import load_kernel
 root, data, cases = sys.argv[1], sys.argv[2], json.loads(sys.stdin.read())
 standin.install_driver({"capability": 90}, torch_device="cpu")

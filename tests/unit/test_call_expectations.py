@@ -129,7 +129,7 @@ def _out(sha="a" * 64, dtype="float16", total=100.0, absmax=3.0, nan=0, shape=(6
 
 def test_outputs_across_stacks_are_exact_close_or_differ_by_their_dtype():
     from reprokit.compare.grid import Cell, _moved
-    from reprokit.harness.callgpu import compare_outputs
+    from reprokit.harness.kinds.callgpu import compare_outputs
 
     base = {"out": _out()}
     assert compare_outputs(base, {"out": _out()}) == {"out": "exact"}

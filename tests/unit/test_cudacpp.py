@@ -1,11 +1,11 @@
-"""The CUDA C++ launcher's pure parts (reprokit.harness.cudacpp): cuTensorMapEncodeTiled's
+"""The CUDA C++ launcher's pure parts (reprokit.harness.kinds.cudacpp): cuTensorMapEncodeTiled's
 arguments, the map's alignment, nvcc's command line. The launch itself needs a GPU (tests/gpu)."""
 
 from __future__ import annotations
 
 import pytest
 
-from reprokit.harness import cudacpp
+from reprokit.harness.kinds import cudacpp
 
 
 def test_tensor_map_arguments_follow_the_driver_api():

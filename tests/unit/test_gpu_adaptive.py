@@ -162,7 +162,7 @@ def test_the_adaptive_h100_bundle_holds_what_the_docs_say():
     from pathlib import Path
 
     from reprokit.bundle.reader import open_bundle
-    from reprokit.harness import launch
+    from reprokit.harness.kinds import launch
 
     b = open_bundle(Path(__file__).resolve().parents[2] / "bundles" / "examples" / "h100-gpu-triton-3.6.0-adaptive.tgz")
     rows = [(c, r) for c in b.results["cases"] for r in (c.get("gpu") or {}).get("bench") or [] if "kernel" in r]

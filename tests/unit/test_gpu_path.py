@@ -1,4 +1,4 @@
-"""The GPU path's serial part (reprokit.harness.launch.run_on_gpu): a suite case compiles its
+"""The GPU path's serial part (reprokit.harness.kinds.launch.run_on_gpu): a suite case compiles its
 kernel through the JIT (and builds its launcher stub) before it waits for the GPU, not while it
 holds the GPU lock and every other case waits. The kernel module, its compile and the launch are
 real code paths; only what needs a GPU (torch.cuda, the lock's holder, the launch) is stood in
@@ -12,7 +12,8 @@ import types
 import pytest
 
 from reprokit.config import load_config
-from reprokit.harness import bench, launch
+from reprokit.harness import bench
+from reprokit.harness.kinds import launch
 from reprokit.suite import build_plan, kernels_dir
 
 

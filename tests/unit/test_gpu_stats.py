@@ -9,7 +9,8 @@ import json
 import pytest
 
 from reprokit.config import load_config
-from reprokit.harness import bench, launch, stats
+from reprokit.harness import bench, stats
+from reprokit.harness.kinds import launch
 from reprokit.bundle.schemas import problems
 from reprokit.suite import build_plan
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 
-from reprokit.harness.callgpu import compare_outputs
+from reprokit.harness.kinds.callgpu import compare_outputs
 
 DATA = Path(__file__).resolve().parent / "data" / "h100-calls"
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"

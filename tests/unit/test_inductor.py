@@ -1,4 +1,4 @@
-"""The torch.compile case's parsing (reprokit.harness.inductor): TMA in Inductor's own GEMM
+"""The torch.compile case's parsing (reprokit.harness.kinds.inductor): TMA in Inductor's own GEMM
 template sources (copied from torch 2.13.0's wheel), the kernels a wrapper defines and runs, the
 kernels Triton compiled into a cache, and which one the verdict is about. Compiling needs a GPU
 (tests/gpu/test_inductor_case.py); the settings read needs torch (skipped without it)."""
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.harness import inductor, oracle
+from reprokit.harness import oracle
+from reprokit.harness.kinds import inductor
 
 DATA = Path(__file__).parent / "data"
 

@@ -195,7 +195,8 @@ def test_cases_that_are_not_triton_kernels_get_none(plan):
 def test_launch_shares_the_gpu_runs_code_and_says_what_it_cannot_launch(plan):
     import inspect
 
-    from reprokit.harness import launch, stats
+    from reprokit.harness import stats
+    from reprokit.harness.kinds import launch
 
     text = _make(plan, "tensor_descriptor.p0")
     spec = _assigned(text, "_LAUNCH")

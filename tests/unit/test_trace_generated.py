@@ -193,7 +193,7 @@ def test_a_benchmark_modules_harness_imports_are_bound_to_none_line_for_line():
     their get_args()/call(), never for the kernel: the capture binds those names to None on the
     same lines (torch._dynamo's import registers operators and can fail half-way; a CPU torch has
     no _cuda_getCurrentRawStream), and every other line stays as it was."""
-    from reprokit.harness.generated import _BENCH_IMPORT, _unbound
+    from reprokit.harness.kinds.generated import _BENCH_IMPORT, _unbound
 
     text = ("import triton\n"
             "from torch._dynamo.testing import rand_strided\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from reprokit.harness.callgpu import host_filled_descriptors
+from reprokit.harness.kinds.callgpu import host_filled_descriptors
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "bundles" / "examples"
 
@@ -57,7 +57,7 @@ def test_tensor_descriptor_cases_launch(tmp_path):
 
 
 def test_tensors_kept_by_older_traces_under_positional_names_bind_by_parameter():
-    from reprokit.harness.callgpu import _by_name
+    from reprokit.harness.kinds.callgpu import _by_name
 
     kept = {"arg0": "x-tensor", "arg2": "out-tensor", "n": "by-name", "arg9": "past the parameters"}
     assert _by_name(kept, ["x_ptr", "y_ptr", "out_ptr"]) == {

@@ -18,7 +18,7 @@ listener and give the @jit path only. What it adds beside the recorder's JITFunc
 - `knobs.autotuning.listener` (3.8+, a single slot, kept the same way): the best config and
   the timings, for @triton.autotune kernels.
 
-Digests are what the capture must match (reprokit.harness.generated): TTIR with its source
+Digests are what the capture must match (reprokit.harness.kinds.generated): TTIR with its source
 locations removed (they name the files and lines the program compiled from), and the cubin less
 its debug sections (harness.toolbox.cubin_code_digest: they name the file and its mtime).
 """

@@ -21,7 +21,8 @@ import pickle
 import traceback
 import zipfile
 
-from reprokit.harness import call, callcase, standin, stats, tmafill
+from reprokit.harness import call, standin, stats, tmafill
+from reprokit.harness.kinds import callcase
 
 SEED = 0
 DETERMINISM_RUNS = 3
@@ -310,7 +311,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     from reprokit.harness import bench, nvml
 
     # the GPU parts (torch, NVML) load only in a case's process that launches.
-    from reprokit.harness import launch as suite_launch
+    from reprokit.harness.kinds import launch as suite_launch
 
     # the GPU parts (torch, NVML) load only in a case's process that launches.
     from reprokit.harness.toolbox import cubin_digest, load_kernel

@@ -12,7 +12,7 @@ served from the bundle instead (the same line, renamed, so every line keeps its 
 helpers the program's torch had (`triton_helpers`, `triton_compat`, copied verbatim by the
 trace), and for the heuristics decorators and hints, stand-ins that leave the @triton.jit
 function as it is (the decorator's metadata stays in the module's text; it never reaches the
-compile). One understanding of Inductor's output with reprokit.harness.inductor: both read the
+compile). One understanding of Inductor's output with reprokit.harness.kinds.inductor: both read the
 kernel module it writes and compile it with Triton, never through torch.
 
 The verdict is the truth test of the trace: on the release that recorded it (same Triton, same
@@ -216,7 +216,7 @@ def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
 def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> dict:
     """Compile through the suite's path, then hold the result to the program's own compile."""
     # loaded where the case compiles, in its own process (triton_case imports Triton).
-    from reprokit.harness import triton_case
+    from reprokit.harness.kinds import triton_case
 
     if prepared.src is None:
         return {"id": case["id"], "artifacts": {}, **prepared.result}

@@ -20,7 +20,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from reprokit.harness import bench, cudacpp, nvml, stats
+from reprokit.harness import bench, nvml, stats
+from reprokit.harness.kinds import cudacpp
 from reprokit.harness.toolbox import cubin_digest, load_kernel
 
 POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or of a GEMM
@@ -71,7 +72,7 @@ RECIPES = {
     ("host_descriptor", "copy_p2_stress"): Recipe("copy", "host_desc_n", "rows", True, False),
     ("experimental_descriptor", "gemm_experimental_descriptor"): Recipe("gemm", "exp_desc_mnk", "gemm", True, True),
     ("tensor_descriptor", "gemm_tensor_descriptor"): Recipe("gemm", "ptr_mnk", "gemm", True, True),
-    # The CUDA C++ ground truth: its own driver-API launcher (reprokit.harness.cudacpp).
+    # The CUDA C++ ground truth: its own driver-API launcher (reprokit.harness.kinds.cudacpp).
     ("cuda_tma", "tma_copy_2d"): Recipe("copy", "cuda", "tiles", False, True),
 }
 
@@ -81,7 +82,7 @@ NO_RECIPE = {
     ("experimental_descriptor", "copy_p1_narrow"): "negative control: an 8-byte box is below TMA's minimum",
     ("host_descriptor", "copy_p1_rank6"): "negative control: a 6-D box is beyond TMA's 5 dimensions",
     ("inductor", "mm"): "torch.compile cases run on the GPU inside their compile: Inductor launches and "
-                        "times its candidates while it autotunes (reprokit.harness.inductor)",
+                        "times its candidates while it autotunes (reprokit.harness.kinds.inductor)",
 }
 
 

@@ -4,8 +4,8 @@ The runner, before it forks: `setup` (torch, numpy and the driver stand in where
 `expand_plan` (call cases normalised; an autotuned kernel's case becomes one case per config,
 `<id>.cfg<i>`, and the plan beside the results names them). A case's process: `prepare` (its
 kernel file loaded and the call specialised by the release's JIT, reprokit.harness.call) and
-`compile_case` (through reprokit.harness.triton_case, the suite's path). On a GPU,
-reprokit.harness.callgpu launches it.
+`compile_case` (through reprokit.harness.kinds.triton_case, the suite's path). On a GPU,
+reprokit.harness.kinds.callgpu launches it.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
 def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> dict:
     """Compile the JIT's own ASTSource with the JIT's own options, through the suite's path."""
     # loaded where a call case compiles, in its own process (triton_case imports Triton).
-    from reprokit.harness import triton_case
+    from reprokit.harness.kinds import triton_case
 
     if prepared.derived is None:
         return {"id": case["id"], "artifacts": {}, **prepared.result}
@@ -144,7 +144,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     # loaded where a call case compiles: a traced call starts from the program's own compile,
     # with the ptxas the program chose
     from reprokit.harness import toolchain
-    from reprokit.harness.generated import seeded  # noqa: I001 - as toolchain, loaded where a call compiles
+    from reprokit.harness.kinds.generated import seeded  # noqa: I001 - as toolchain, loaded where a call compiles
 
     tools = toolchain.use(case)  # the ptxas the program chose, where it chose one (Inductor's, torch's)
     seeded(case, plan)
@@ -153,7 +153,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     if tools:
         rec["toolchain"] = tools
     # a traced call that recorded its program's compile is held to it (not_reproduced when it differs)
-    from reprokit.harness.generated import held_to_program  # noqa: I001 - beside its use, as seeded above
+    from reprokit.harness.kinds.generated import held_to_program  # noqa: I001 - beside its use, as seeded above
 
     held_to_program(case, plan, case_dir, rec)
     expect = case.get("expect") or ""
