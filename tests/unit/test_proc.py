@@ -54,10 +54,16 @@ def test_interrupt_kills_the_group_and_propagates(tmp_path):
             time.sleep(0.05)
         signal.pthread_kill(main.ident, signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        r = proc.run([sys.executable, "-c", spawner])
-        pids.append(r)
+    # Python's own Ctrl-C handler, whatever this process inherited: a shell's background job
+    # starts with SIGINT ignored, and then no KeyboardInterrupt would ever come.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            r = proc.run([sys.executable, "-c", spawner])
+            pids.append(r)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert not pids
     started = [int(x) for x in pidfile.read_text().split()]
     assert len(started) == 2
