@@ -54,15 +54,17 @@ def test_interrupt_kills_the_group_and_propagates(tmp_path):
             time.sleep(0.05)
         signal.pthread_kill(main.ident, signal.SIGINT)
 
-    # Python's own Ctrl-C handler, whatever this process inherited: a shell's background job
-    # starts with SIGINT ignored, and then no KeyboardInterrupt would ever come.
+    # Python's own Ctrl-C handler, and SIGINT let through, whatever this process inherited or an
+    # earlier test left: an ignored or blocked SIGINT never becomes a KeyboardInterrupt.
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         threading.Thread(target=interrupt, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
             r = proc.run([sys.executable, "-c", spawner])
             pids.append(r)
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, inherited)
     assert not pids
     started = [int(x) for x in pidfile.read_text().split()]
