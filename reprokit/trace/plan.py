@@ -122,7 +122,7 @@ def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
         "format": 1, "command": command, "redacted_options": sorted({o for o, _ in cut}), "exit_code": run.exit_code,
         "failed": run.exit_code != 0,
         "stderr_tail": cut_values(run.stderr_tail, [v for _, v in cut]) if run.exit_code != 0 else "",
-        "interpreter": interpret, "tensors": tensors,
+        "interpreter": interpret, "tensors": tensors, "inductor_caches": run.inductor_caches,
         "triton": (run.start or {}).get("triton"), "torch": (run.start or {}).get("torch"),
         "cases": [ids[s["n"]] for s in run.specs],
         # the kernels the program compiled itself (Inductor's), as build() names them

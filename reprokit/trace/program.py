@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprokit import proc
@@ -51,6 +51,9 @@ class ProgramRun:
     misses: tuple = ()
     launched: frozenset = field(default_factory=frozenset)
     processes: dict = field(default_factory=dict)
+    # torch.compile's caches in the traced run: "off" (reprokit turned them off, child_env) or
+    # "as set" (the user's own TORCHINDUCTOR_FORCE_DISABLE_CACHES / TORCH_COMPILE_... stood)
+    inductor_caches: str = "off"
 
     def said_of_processes(self) -> str:
         """One clause on the program's recording processes, where it had more than one: how many
@@ -62,6 +65,10 @@ class ProgramRun:
                 f"{p['compiled']} compiled and {p['launched']} launched a kernel)")
 
 
+# torch's switch for every compile cache of torch.compile (torch.compiler.config.force_disable_caches)
+INDUCTOR_CACHES = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_FORCE_DISABLE_CACHES")
+
+
 def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     """The program's environment: ours, with the recorder's bootstrap first on PYTHONPATH."""
     env = dict(environ)
@@ -70,6 +77,12 @@ def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     env["REPROKIT_TRACE_DIR"] = str(trace_dir)
     env["REPROKIT_TRACE_PROFILE"] = json.dumps(options.profile, sort_keys=True)
     env["REPROKIT_TRACE_TENSORS"] = options.tensors
+    if not any(k in env for k in INDUCTOR_CACHES):
+        # A warm Inductor cache (its FX graph cache, with torch 2.11's static launcher) loads
+        # compiled kernels without compiling them, so a second run of a torch.compile program
+        # would show launches and no compile to capture. Off for the traced run, unless the
+        # user chose (trace.json says which).
+        env[INDUCTOR_CACHES[0]] = "1"
     if options.interpret:
         env["TRITON_INTERPRET"] = "1"
     return env
@@ -109,7 +122,9 @@ def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
         raise UsageError(f"trace: cannot start {argv[0]}: {e.strerror}") from None
     pump.join()
     seconds = time.perf_counter() - t0
-    return parse(trace_dir, code, seconds, "".join(tail), root_pid=root)
+    ran = parse(trace_dir, code, seconds, "".join(tail), root_pid=root)
+    chosen = next((f"{k}={environ[k]}" for k in INDUCTOR_CACHES if k in environ), None)
+    return replace(ran, inductor_caches=f"as set ({chosen})" if chosen else "off")
 
 
 def _pump(stream, tail: list) -> None:

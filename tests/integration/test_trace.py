@@ -208,6 +208,7 @@ def test_a_program_that_asks_for_tritons_spec_before_importing_it_is_traced(tmp_
     assert sorted(plan_cases(root)) == ["double.1"]
     tj = json.loads((root / "trace" / "trace.json").read_text())
     assert tj["processes"] == {"recorded": 1, "forked": 0, "compiled": 1, "launched": 1}
+    assert tj["inductor_caches"] == "off"  # TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 in the traced run
 
 
 @pytest.mark.parametrize("release", ["3.0.0", "3.3.1", "3.6.0", "3.9.0"])

@@ -80,3 +80,16 @@ def test_parse_keeps_kernel_files_apart_by_their_text_and_tensors_by_the_merged_
     assert (kernels / "m.k.py").read_text() == "parent's k" and (kernels / "m.k-2.py").read_text() == "child's k"
     assert [r["file"] for r in run.records if r["type"] == "tensors"] == ["0001.inputs.pt", "0002.inputs.pt"]
     assert (tmp_path / "tensors" / "0002.inputs.pt").read_bytes() == b"child"
+
+
+def test_torch_compiles_caches_are_off_in_a_traced_run_unless_the_user_chose(tmp_path):
+    """A warm Inductor cache loads compiled kernels without compiling them: the traced program
+    runs with torch's own switch for every compile cache on, unless its environment set it."""
+    from reprokit.trace import program
+
+    opts = program.TraceOptions(("python", "p.py"), {"capability": 90}, False)
+    env = program.child_env(tmp_path, opts, {"PATH": "/bin"})
+    assert env["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] == "1"
+    for key in program.INDUCTOR_CACHES:
+        mine = program.child_env(tmp_path, opts, {"PATH": "/bin", key: "0"})
+        assert mine[key] == "0" and not any(k in mine for k in program.INDUCTOR_CACHES if k != key)
