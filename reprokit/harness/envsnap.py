@@ -137,7 +137,7 @@ def _read_by_library(names: set) -> set:
     """
     import triton
 
-    found = set()
+    found: set = set()
     lib_dir = os.path.join(os.path.dirname(triton.__file__), "_C")
     if not os.path.isdir(lib_dir) or not names:
         return found

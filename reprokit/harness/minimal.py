@@ -32,7 +32,7 @@ def minimal_source(case: dict, plan: dict, kernel_source: str, *, form: str) -> 
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)) and node in kept:
             text = ast.get_source_segment(kernel_source, node)
-            if text not in lines:
+            if text is not None and text not in lines:
                 lines.append(text)
     lines += _compile_imports(form)
     for node in tree.body:

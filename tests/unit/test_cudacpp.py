@@ -30,3 +30,12 @@ def test_nvcc_command_line():
     argv = cudacpp.nvcc_argv("/usr/bin/nvcc", "kernels/cuda/tma_copy.cu", "k.cubin", 90, {"BN": 64, "BM": 128}, "cubin")
     assert argv == ["/usr/bin/nvcc", "-cubin", "-arch=sm_90a", "-O3", "-DBM=128", "-DBN=64", "-o", "k.cubin",
                     "kernels/cuda/tma_copy.cu"]
+
+
+def test_a_stack_without_nvcc_makes_the_case_unsupported_saying_why(monkeypatch, tmp_path):
+    from reprokit.harness.kinds import cudacpp as kind
+
+    monkeypatch.setattr(kind, "find_nvcc", lambda: None)
+    rec = kind.compile_case({"id": "cuda.p0", "kernel": {"file": "tma_copy.cu"}}, {"profile": {"capability": 90}},
+                            str(tmp_path), str(tmp_path))
+    assert rec["status"] == "unsupported" and "no nvcc in this stack" in rec["error"] and rec["artifacts"] == {}

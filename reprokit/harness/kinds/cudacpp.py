@@ -63,6 +63,8 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     oracle's counts; the record has the shape of a Triton case's (status, artifacts, tma, nvcc)."""
     rec = {"id": case["id"], "status": "ok", "error": None, "artifacts": {}}
     nvcc = find_nvcc()
+    if nvcc is None:  # no toolkit in this stack: what is missing, never a harness error
+        return {**rec, "status": "unsupported", "error": missing_nvcc()}
     capability = plan["profile"]["capability"]
     # Relative to the kernels' parent folder, as Triton cases load theirs: the paths nvcc writes
     # into the PTX and line info then name no host folder.

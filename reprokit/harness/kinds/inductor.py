@@ -82,7 +82,7 @@ def autotune_table(log: str) -> list:
     start = log.find("AUTOTUNE ")
     if start < 0:
         return []
-    rows = []
+    rows: list = []
     for m in _AUTOTUNE_ROW.finditer(log, start):
         if rows and m.start() > rows[-1]["_end"] + 1:
             break  # the table ended
