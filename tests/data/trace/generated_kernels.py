@@ -94,10 +94,14 @@ KERNELS = (
 
 
 def load(folder: str):
-    """As Inductor's PyCodeCache does: the module written to a file named by its hash, imported from there."""
+    """As Inductor's PyCodeCache does: the module written to a file named by its hash (whole, by
+    a rename, as its write_atomic does: compile workers load it while another writes it),
+    imported from there."""
     path = os.path.join(folder, "cgxkernels.py")
-    with open(path, "w") as f:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
         f.write(MODULE)
+    os.replace(tmp, path)
     # No GPU here: the module's set_driver_to_gpu() would find none (Inductor runs it on a GPU host).
     from torch._inductor.runtime import triton_helpers
 
