@@ -397,45 +397,11 @@ def _watch_inductor() -> None:
     wraps it."""
     if _wrapped_now():
         return
-    import importlib.abc
-    import importlib.util
+    # inside the traced program: what the boot watches triton with
+    from reprokit.trace.inprogram.afterimport import AfterImport
 
-    class _After(importlib.abc.MetaPathFinder):
-        # Done, it stays in sys.meta_path answering None: removing itself from the list the
-        # import system is walking would make that import skip the finder after it. Until the
-        # module has run, every lookup gets a spec that wraps once run: a find_spec that only
-        # asks whether the module is there throws its spec away.
-        done = False
-        busy = False
-
-        def find_spec(self, fullname, path=None, target=None):
-            if self.done or self.busy:
-                return None
-            if fullname != _HEURISTICS:
-                if _HEURISTICS in sys.modules and _wrapped_now():
-                    self.done = True
-                return None
-            if fullname in sys.modules:  # being imported again while half made: not ours to load
-                return None
-            self.busy = True
-            try:
-                spec = importlib.util.find_spec(fullname)
-            finally:
-                self.busy = False
-            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-                return spec
-            run = spec.loader.exec_module
-            finder = self
-
-            def exec_module(module):
-                run(module)
-                finder.done = True
-                _wrap_caching_autotuner(module)
-
-            spec.loader.exec_module = exec_module
-            return spec
-
-    sys.meta_path.insert(0, _After())
+    sys.meta_path.insert(0, AfterImport(_HEURISTICS, _wrap_caching_autotuner,
+                                        meanwhile=lambda: _HEURISTICS in sys.modules and _wrapped_now()))
 
 
 def _wrap_caching_autotuner(module) -> None:

@@ -1,45 +1,9 @@
 """Started by `reprokit trace` in the traced program (this folder first on PYTHONPATH): install the
 recorder the moment the program imports triton, and chain to any sitecustomize this one hides."""
 
-import importlib.abc
 import importlib.util
 import os
 import sys
-
-
-class _AfterTriton(importlib.abc.MetaPathFinder):
-    """Finds `triton` through the finders after it, and has its module run the recorder's install
-    once triton's own __init__ has finished (so its classes exist, and nothing is imported early).
-
-    It stays in sys.meta_path until that install: a program often asks
-    `importlib.util.find_spec("triton")` first, only to learn whether Triton is there (torch
-    does, before Inductor imports it), and throws the spec away; the real import finds it anew."""
-
-    done = False
-    busy = False  # our own lookup of the spec below: the finders after us answer it
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "triton" or self.done or self.busy or "triton" in sys.modules:
-            return None
-        self.busy = True
-        try:
-            spec = importlib.util.find_spec("triton")
-        finally:
-            self.busy = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-        finder = self
-
-        def exec_module(module):
-            run(module)
-            finder.done = True
-            # inside the user's program at start-up: the recorder loads only when tracing is on.
-            from reprokit.trace.inprogram import recorder
-            recorder.install()
-
-        spec.loader.exec_module = exec_module
-        return spec
 
 
 def _chain() -> None:
@@ -56,10 +20,19 @@ def _chain() -> None:
             return
 
 
+def _install(module=None) -> None:
+    # inside the user's program at start-up: the recorder loads only when tracing is on.
+    from reprokit.trace.inprogram import recorder
+
+    recorder.install()
+
+
 if os.environ.get("REPROKIT_TRACE_DIR"):
     if "triton" in sys.modules:  # imported by something before us (a .pth file): install now
-        from reprokit.trace.inprogram import recorder
-        recorder.install()
+        _install()
     else:
-        sys.meta_path.insert(0, _AfterTriton())
+        # The recorder installs once triton's own __init__ has finished (trace/inprogram/afterimport.py).
+        from reprokit.trace.inprogram.afterimport import AfterImport
+
+        sys.meta_path.insert(0, AfterImport("triton", _install))
 _chain()
