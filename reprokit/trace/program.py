@@ -69,6 +69,11 @@ class ProgramRun:
 INDUCTOR_CACHES = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_FORCE_DISABLE_CACHES")
 
 
+def users_caches(environ: dict) -> str | None:
+    """`NAME=VALUE` of the user's own choice about torch.compile's caches, or None."""
+    return next((f"{k}={environ[k]}" for k in INDUCTOR_CACHES if k in environ), None)
+
+
 def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     """The program's environment: ours, with the recorder's bootstrap first on PYTHONPATH."""
     env = dict(environ)
@@ -77,7 +82,7 @@ def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     env["REPROKIT_TRACE_DIR"] = str(trace_dir)
     env["REPROKIT_TRACE_PROFILE"] = json.dumps(options.profile, sort_keys=True)
     env["REPROKIT_TRACE_TENSORS"] = options.tensors
-    if not any(k in env for k in INDUCTOR_CACHES):
+    if users_caches(env) is None:
         # A warm Inductor cache (its FX graph cache, with torch 2.11's static launcher) loads
         # compiled kernels without compiling them, so a second run of a torch.compile program
         # would show launches and no compile to capture. Off for the traced run, unless the
@@ -123,7 +128,7 @@ def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
     pump.join()
     seconds = time.perf_counter() - t0
     ran = parse(trace_dir, code, seconds, "".join(tail), root_pid=root)
-    chosen = next((f"{k}={environ[k]}" for k in INDUCTOR_CACHES if k in environ), None)
+    chosen = users_caches(environ)
     return replace(ran, inductor_caches=f"as set ({chosen})" if chosen else "off")
 
 
