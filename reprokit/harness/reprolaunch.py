@@ -15,7 +15,10 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import io
 import pprint
+import re
+import tokenize
 
 from reprokit.harness import call, standin, stats, tmafill
 from reprokit.harness.kinds import callgpu, launch
@@ -26,43 +29,83 @@ def inline(*objects, modules: tuple = (), rename: dict | None = None) -> str:
     script runs on Python 3.9 without `from __future__`), class-level ones replaced by `object`
     (a dataclass keeps its fields), `mod.name` written `name` for each module of `modules` that
     defines `name` (its functions are inlined beside; `call.get` on a dict named `call` stays),
-    and names in `rename` renamed (two modules' `Bound`)."""
-    out = []
-    for obj in objects:
-        tree = ast.parse(inspect.getsource(obj))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef):
-                node.returns = None
-                for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-                    a.annotation = None
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, ast.AnnAssign):
-                        item.annotation = ast.Name("object", ast.Load())
-        tree = _Unqualify({m.__name__.rsplit(".", 1)[-1]: m for m in modules}, rename or {}).visit(tree)
-        out.append(ast.unparse(ast.fix_missing_locations(tree)))
-    return "\n\n\n".join(out)
+    names in `rename` renamed (two modules' `Bound`), and comments dropped.
+
+    The text is the source's own, edited where the syntax tree says, never the tree printed back
+    (ast.unparse): how a tree is printed changes between Pythons (3.12 writes f-strings with
+    nested quotes that 3.9-3.11 cannot parse), and a reproducer must be the same bytes, and run,
+    whichever Python wrote it."""
+    names = {m.__name__.rsplit(".", 1)[-1]: m for m in modules}
+    return "\n\n\n".join(_edited(inspect.getsource(obj), names, rename or {}) for obj in objects)
 
 
-class _Unqualify(ast.NodeTransformer):
-    def __init__(self, modules: dict, rename: dict):
-        self.modules, self.rename = modules, rename
+def _edited(src: str, modules: dict, rename: dict) -> str:
+    """`src` with inline()'s edits, made on its UTF-8 bytes (the tree's columns count bytes)."""
+    data = src.encode()
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
 
-    def visit_Attribute(self, node):
-        self.generic_visit(node)
-        v = node.value
-        if isinstance(v, ast.Name) and v.id in self.modules and hasattr(self.modules[v.id], node.attr):
-            return ast.copy_location(ast.Name(self.rename.get(node.attr, node.attr), node.ctx), node)
-        return node
+    def at(line: int, col: int) -> int:
+        return starts[line - 1] + col
 
-    def visit_Name(self, node):
-        node.id = self.rename.get(node.id, node.id)
-        return node
+    def span(node) -> tuple[int, int]:
+        return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
 
-    def visit_ClassDef(self, node):
-        self.generic_visit(node)
-        node.name = self.rename.get(node.name, node.name)
-        return node
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.returns is not None:
+                begin, end = span(node.returns)
+                arrow = data.rindex(b"->", 0, begin)
+                while data[arrow - 1:arrow] in (b" ", b"\t"):
+                    arrow -= 1
+                edits.append((arrow, end, ""))
+            a = node.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+                if arg is not None and arg.annotation is not None:
+                    begin = at(arg.lineno, arg.col_offset) + len(arg.arg.encode())
+                    end = span(arg.annotation)[1]
+                    spaced = re.match(rb"\s*=\s*", data[end:])  # `x: int = 3` becomes `x=3`
+                    edits.append((begin, end + (spaced.end() if spaced else 0), "=" if spaced else ""))
+        elif isinstance(node, ast.ClassDef):
+            if node.name in rename:
+                word = re.compile(rb"class\s+" + re.escape(node.name.encode()) + rb"\b").search(data, at(node.lineno, node.col_offset))
+                assert word is not None
+                edits.append((word.end() - len(node.name.encode()), word.end(), rename[node.name]))
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign):
+                    edits.append((*span(item.annotation), "object"))
+        elif isinstance(node, ast.Attribute):
+            v = node.value
+            if isinstance(v, ast.Name) and v.id in modules and hasattr(modules[v.id], node.attr):
+                edits.append((*span(node), rename.get(node.attr, node.attr)))
+        elif isinstance(node, ast.Name) and node.id in rename:
+            edits.append((*span(node), rename[node.id]))
+    out, last = [], 0
+    for begin, end, text in sorted(edits, key=lambda e: (e[0], -e[1])):
+        if begin < last:  # inside an edit already made (a name inside a dropped annotation)
+            continue
+        out += [data[last:begin], text.encode()]
+        last = end
+    out.append(data[last:])
+    return _without_comments(b"".join(out).decode())
+
+
+def _without_comments(src: str) -> str:
+    """`src` less its comments: a line that held only a comment goes, a trailing one is cut."""
+    lines = src.splitlines(keepends=True)
+    cuts = {}
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.COMMENT:
+            cuts[tok.start[0] - 1] = tok.start[1]
+    kept = []
+    for i, line in enumerate(lines):
+        if i not in cuts:
+            kept.append(line)
+        elif line[:cuts[i]].strip():
+            kept.append(line[:cuts[i]].rstrip() + "\n")
+    return "".join(kept).rstrip("\n")
 
 
 def _constants(module, *names: str) -> str:

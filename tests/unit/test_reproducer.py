@@ -206,7 +206,7 @@ def test_launch_shares_the_gpu_runs_code_and_says_what_it_cannot_launch(plan):
     for fn in (launch.check, launch.determinism, stats.classify_launch_error):
         assert f"def {fn.__name__}(" in text
     assert "class Bound:" in text and not re.search(r"\bstats\.\w+\(", text)
-    assert "tol = tolerance('float16', exact=exact)" in text
+    assert 'tol = tolerance("float16", exact=exact)' in text
     assert inspect.getsource(launch.check).count("stats.tolerance") == 1
     gemm = _assigned(_make(plan, "tensor_descriptor.gemm-128x128x64-w8-s4"), "_LAUNCH")
     assert gemm["recipe"]["kind"] == "gemm" and gemm["size"] == {"M": 2000, "N": 2000, "K": 2000}
