@@ -9,6 +9,11 @@ written by today's templates (manifest.json's templates_sha256, reprokit.bundle.
     python scripts/examples.py --make --only 'triton-3.0*'   only those
     python scripts/examples.py --make --slow   the 810-point gemm-configs sweeps too (about 20
                                                minutes each on two cores)
+    python scripts/examples.py --make --gpu --only 'h100-trace-*'
+                                               on the H100: run those GPU examples' device commands
+                                               in order (a replay example replays the example just
+                                               remade), each verified and put in place; WHEELHOUSE
+                                               names the wheelhouse (default wheels/)
 
 tests/unit/test_examples_current.py fails when a CPU-made example is stale ("run make examples")
 and lists the stale GPU ones, and the slow CPU ones (`slow`: hours for all six), without failing. Only files named in EXAMPLES are replaced, each by
@@ -34,7 +39,12 @@ EXAMPLES = ROOT / "bundles" / "examples"
 SUITE_CASES = "block_ptr.p0,experimental_descriptor.p0,experimental_descriptor.p1,tensor_descriptor.p0,host_descriptor.p0"
 # On the lab H100 (python 3.12, torch 2.11, triton 3.6; no network): a fresh copy of the checkout
 # and the wheelhouse of docs/offline.md under wheels/, as docs/gpu.md says.
-GPU_SETUP = "make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE=wheels && RK=.reprokit/host-local/bin/reprokit"
+GPU_SETUP = ("make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE=${WHEELHOUSE:-wheels} "
+             "&& RK=.reprokit/host-local/bin/reprokit")
+# Liger-Kernel beside the machine's torch, from the wheelhouse (--no-deps: its requirements would
+# pull another torch), for the program's python only
+LIGER = ("python3 -m pip install -q --no-index --no-deps --target /tmp/liger "
+         "$(find ${WHEELHOUSE:-wheels} -name 'liger_kernel-0.8.5-*.whl' | head -1) && PYTHONPATH=/tmp/liger")
 T30 = ("tar xJf ${T30_TAR:-.whl/triton-3.0.0-cp312-stripped.tar.xz} -C /tmp/t30 && chmod +x /tmp/t30/triton/backends/nvidia/bin/* "
        "&& PYTHONPATH=/tmp/t30")
 
@@ -98,17 +108,22 @@ EXAMPLES_TABLE = (
          "$RK replay bundles/examples/h100-trace-tensors-triton-3.6.0.tgz --executor local --share --out $OUT"),
     _gpu("h100-trace-tensors-triton-3.6.0-replay-2.tgz",
          "$RK replay bundles/examples/h100-trace-tensors-triton-3.6.0-replay.tgz --executor local --share --out $OUT"),
-    # Traces of the libraries', Gluon and in-place programs (docs/trace.md): the program and its
-    # arguments are the ones the bundle's trace/trace.json names.
-    *(_gpu(name, "$RK trace --gpu h100 --share --out $OUT -- <the command its trace/trace.json records>")
-      for name in ("h100-trace-gluon-tma-triton-3.6.0.tgz", "h100-trace-gluon-wgmma-triton-3.6.0.tgz",
-                   "h100-trace-in-place-triton-3.6.0.tgz", "h100-trace-liger-triton-3.6.0.tgz")),
+    # Traces of the libraries', Gluon and in-place programs (docs/trace.md), with their tensors:
+    # the replay launches from the program's own inputs and checks its outputs
+    *(_gpu(f"h100-trace-{name}-triton-3.6.0.tgz",
+           f"$RK trace --gpu h100 --share --tensors small --out $OUT -- python3 tests/data/trace/{prog}")
+      for name, prog in (("gluon-tma", "gluon/gluon_tma.py"), ("gluon-wgmma", "gluon/gluon_wgmma.py"),
+                         ("in-place", "libs/in_place.py"))),
+    _gpu("h100-trace-liger-triton-3.6.0.tgz",
+         f"{LIGER} $RK trace --gpu h100 --share --tensors small --out $OUT -- python3 tests/data/trace/libs/liger_ops.py"),
     _gpu("h100-trace-liger-triton-3.6.0-replay.tgz",
          "$RK replay bundles/examples/h100-trace-liger-triton-3.6.0.tgz --executor local --share --out $OUT"),
-    # torch.compile in the default mode, traced on torch 2.11 (scripts/gpu/inductor-check.sh)
+    # torch.compile, traced on torch 2.11 (scripts/gpu/inductor-check.sh): norms and attention in
+    # the default mode, the MLP at small sizes with max-autotune (its GEMM templates' configs
+    # compiled as candidates, one chosen; small sizes fold many configs into one)
     *(_gpu(f"h100-trace-inductor-{m}-triton-3.6.0.tgz",
-           f"$RK trace --gpu h100 --share --out $OUT -- python3 scripts/gpu/compile_{m}.py")
-      for m in ("norms", "attention")),
+           f"$RK trace --gpu h100 --share --out $OUT -- python3 scripts/gpu/compile_{m}.py{args}")
+      for m, args in (("norms", ""), ("attention", ""), ("mlp", " --tiny"))),
     _gpu("sweeps/gemm-configs-gpu-triton-3.6.0-h100.tgz",
          "$RK sweep gemm-configs --gpus h100 --mode gpu --share --out $OUT"),
 )
@@ -148,11 +163,30 @@ def remake(ex: Example) -> Path:
         if len(made) != 1:
             raise SystemExit(f"examples: {ex.name}: the command wrote {len(made)} bundles matching {ex.made}")
         subprocess.run([*_reprokit(), "verify", str(made[0])], check=True, stdout=subprocess.DEVNULL)
-        ex.path.parent.mkdir(parents=True, exist_ok=True)
-        part = ex.path.with_name(f".{ex.path.name}.partial")
-        shutil.copyfile(made[0], part)
-        os.replace(part, ex.path)
-    return ex.path
+        return _put(made[0], ex.path)
+
+
+def remake_gpu(ex: Example) -> Path:
+    """On a GPU host: run the example's device command with OUT a scratch folder, then verify the
+    one bundle it wrote and put it in place (as remake)."""
+    with tempfile.TemporaryDirectory(prefix="reprokit-examples-") as tmp:
+        print(f"examples: {ex.name}: {ex.device}", flush=True)
+        subprocess.run(["bash", "-c", ex.device], check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "OUT": tmp})
+        made = sorted(Path(tmp).glob("*.tgz"))
+        if len(made) != 1:
+            raise SystemExit(f"examples: {ex.name}: the command wrote {len(made)} bundles")
+        rk = ROOT / ".reprokit" / "host-local" / "bin" / "reprokit"
+        subprocess.run([str(rk), "verify", str(made[0])], check=True, stdout=subprocess.DEVNULL)
+        return _put(made[0], ex.path)
+
+
+def _put(made: Path, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.partial")
+    shutil.copyfile(made, part)
+    os.replace(part, path)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default=None, metavar="GLOBS", help="comma-separated globs of example names")
     p.add_argument("--stale", action="store_true", help="with --make: only those that are stale")
     p.add_argument("--slow", action="store_true", help="with --make: the slow CPU examples too")
+    p.add_argument("--gpu", action="store_true", help="with --make, on the H100: the GPU examples instead")
     args = p.parse_args(argv)
     from reprokit.bundle.templates import templates_sha256
 
@@ -169,9 +204,21 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [ex for ex in EXAMPLES_TABLE
               if not args.only or any(fnmatch.fnmatchcase(ex.name, g.strip()) for g in args.only.split(","))]
     if args.make:
+        failed = []
         for ex in chosen:
-            if ex.where == "cpu" and (args.slow or not ex.slow) and not (args.stale and status(ex, current) == "current"):
+            if args.stale and status(ex, current) == "current":
+                continue
+            if args.gpu and ex.where == "gpu":
+                try:
+                    remake_gpu(ex)
+                except subprocess.CalledProcessError as e:  # the others are still remade; exit 1 at the end
+                    failed.append(ex.name)
+                    print(f"examples: {ex.name}: failed (exit {e.returncode})", file=sys.stderr, flush=True)
+            elif not args.gpu and ex.where == "cpu" and (args.slow or not ex.slow):
                 remake(ex)
+        if failed:
+            print(f"examples: not remade: {', '.join(failed)}", file=sys.stderr)
+            return 1
     print(f"templates_sha256 of this checkout: {current}")
     for ex in chosen:
         how = "reprokit " + " ".join(ex.argv) if ex.where == "cpu" else f"device: {ex.device}"

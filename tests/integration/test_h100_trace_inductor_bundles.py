@@ -1,8 +1,9 @@
-"""The H100 trace bundles of torch.compile programs in the default mode (bundles/examples/, traced
-by scripts/gpu/inductor-check.sh on torch 2.11 + Triton 3.6.0, where Inductor compiles in its
-worker pool and points TRITON_PTXAS_PATH at torch's ptxas): what they recorded, read as a
-maintainer receives them, and their replay compile-only with no GPU on the Triton-only stack of
-the same release, which has no torch and so not that ptxas."""
+"""The H100 trace bundles of torch.compile programs (bundles/examples/, traced on torch 2.11 +
+Triton 3.6.0 by scripts/examples.py's device commands, where Inductor compiles in its worker pool
+and points TRITON_PTXAS_PATH at torch's ptxas): norms and attention in the default mode, the MLP
+with max-autotune (its GEMM templates' configs compiled as candidates, one chosen per autotuner):
+what they recorded, read as a maintainer receives them, and their replay compile-only with no GPU
+on the Triton-only stack of the same release, which has no torch and so not that ptxas."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "bundles" / "examples"
 # bundle -> (generated kernels compiled, of them launched: the rest are configs its autotuning dropped)
 BUNDLES = {"h100-trace-inductor-norms-triton-3.6.0.tgz": (5, 4),
-           "h100-trace-inductor-attention-triton-3.6.0.tgz": (16, 6)}
+           "h100-trace-inductor-attention-triton-3.6.0.tgz": (16, 6),
+           "h100-trace-inductor-mlp-triton-3.6.0.tgz": (96, 12)}
+MAX_AUTOTUNE = "h100-trace-inductor-mlp-triton-3.6.0.tgz"
 
 
 def _member(path: Path, suffix: str) -> dict:
@@ -31,8 +34,10 @@ def _member(path: Path, suffix: str) -> dict:
 def test_every_kernel_of_the_program_was_recorded_and_its_compile_reproduced(bundle):
     path = EXAMPLES / bundle
     tj = _member(path, "/trace/trace.json")
-    # the program, Inductor's compile sidecar and its 16 forked workers; the workers compiled
-    assert tj["processes"] == {"recorded": 18, "forked": 16, "compiled": 1, "launched": 1}
+    # the program, Inductor's compile sidecar and its 16 forked workers; the workers compiled (and,
+    # with max-autotune, the program compiles its GEMM templates' configs itself)
+    assert tj["processes"] == {"recorded": 18, "forked": 16, "compiled": 13 if bundle == MAX_AUTOTUNE else 1,
+                               "launched": 1}
     assert tj["exit_code"] == 0 and tj["missed"] == [] and tj["torch"] == "2.11.0" and tj["triton"] == "3.6.0"
     plan = {c["id"]: c for c in _member(path, "/plan.json")["cases"]}
     results = _member(path, "/results.json")["cases"]
@@ -42,13 +47,33 @@ def test_every_kernel_of_the_program_was_recorded_and_its_compile_reproduced(bun
     for rec in results:
         case = plan[rec["id"]]
         assert rec["status"] == "ok" and rec["reproduced"]["same"] is True, rec
-        if case["trace"]["launched"]:
+        if bundle == MAX_AUTOTUNE:
+            # launched 3 times by _check.py, or as often as its autotuner benchmarked it
+            assert (case["trace"]["launches"] > 0) == case["trace"]["launched"]
+        elif case["trace"]["launched"]:
             assert case["trace"]["launches"] == 3  # _check.py runs the compiled module 3 times
         else:
-            assert case["trace"].get("candidate") is True and case["trace"]["launches"] == 0
-        assert case["trace"]["toolchain"] == {"ptxas": {"from": "torch", "file": "bin/ptxas", "version": "13.0",
-                                                        "env": "TRITON_PTXAS_PATH"}}
+            # a config its autotuner compiled and dropped before benchmarking (default mode)
+            assert case["trace"]["launches"] == 0 and (case["trace"].get("autotune") or {}).get("chosen") is False
+        torch_ptxas = {"ptxas": {"from": "torch", "file": "bin/ptxas", "version": "13.0", "env": "TRITON_PTXAS_PATH"}}
+        if bundle == MAX_AUTOTUNE and "toolchain" not in case["trace"]:
+            # the program compiled it with Triton's own ptxas (no other toolchain recorded), as the
+            # capture does
+            assert "toolchain" not in rec
+            continue
+        assert case["trace"]["toolchain"] == torch_ptxas
         assert rec["toolchain"]["ptxas"] == {"from": "torch", "file": "bin/ptxas", "version": "13.0"}
+
+
+def test_max_autotune_records_its_candidates_and_marks_each_autotuners_choice():
+    plan = _member(EXAMPLES / MAX_AUTOTUNE, "/plan.json")["cases"]
+    tuned = [c["trace"]["autotune"] for c in plan if c["trace"].get("autotune")]
+    # every config of an autotuned kernel is a case; exactly one per autotuner is the chosen one
+    assert tuned and sum(1 for a in tuned if a["chosen"]) >= 1
+    for a in tuned:
+        assert a["configs"] >= 2 and isinstance(a["chosen"], bool)
+    candidates = [c for c in plan if c["trace"].get("candidate")]
+    assert len(candidates) >= 60 and not any(c["trace"]["launched"] for c in candidates)
 
 
 @pytest.mark.parametrize("bundle", sorted(BUNDLES))
@@ -68,7 +93,12 @@ def test_a_triton_only_stack_compiles_every_kernel_and_does_not_judge_another_pt
         # TTIR, TTGIR and LLVM IR are the program's own; ptxas is Triton's here
         assert [replayed["ir"][lv] == recorded["ir"][lv] for lv in ("ttir", "ttgir", "llir")] == [True] * 3, c["id"]
     results = _member(Path(out["stacks"][0]["bundle"]), "/results.json")["cases"]
+    plan = {c["id"]: c for c in _member(EXAMPLES / bundle, "/plan.json")["cases"]}
     for rec in results:
+        if "toolchain" not in plan[rec["id"]]["trace"]:
+            # compiled by the program with Triton's own ptxas: this stack has it, so it is judged
+            assert rec["reproduced"]["same"] is True, rec
+            continue
         assert rec["reproduced"]["same"] is None, rec
         assert "torch's ptxas 13.0 (torch/bin/ptxas), which this stack does not have" in rec["reproduced"]["reason"]
 

@@ -5,6 +5,7 @@ benchmark, correctness, determinism, timings with raw samples, launch failures a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,8 @@ def test_share_redacted_gpu_run_of_the_named_triton(bundle):
     assert b.manifest["share"]["applied"] is True
     dev = b.env["gpu"]["devices"][0]
     assert dev["name"] == "NVIDIA H100 80GB HBM3" and dev["uuid"] == "<gpu-uuid>" and dev["serial"] == "<gpu-serial>"
-    assert b"GPU-" not in b.read("results.json") and b"GPU-" not in b.read("env.json")
+    uuid = re.compile(rb"GPU-[0-9a-fA-F]{8}-")  # not the words "GPU-side" of a clock's source
+    assert not uuid.search(b.read("results.json")) and not uuid.search(b.read("env.json"))
 
 
 def test_every_launched_case_is_checked_and_deterministic(bundle):
@@ -76,7 +78,10 @@ def test_benchmarks_carry_both_methods_nvml_and_their_raw_samples(bundle):
                 s = row[who]
                 assert s["median_ms"] > 0 and s["graph_median_ms"] > 0 and len(s["round_medians_ms"]) == 3
                 assert ("gbs" if c["control"] != "gemm" else "tflops") in s and s["pct_of_peak"] > 0
-                assert [len(r) for r in run["raw"][who]["events"]] == [s["events"]["n"] // 3] * 3
+                # three rounds, each as long as its noise target asked (adaptive sampling)
+                rounds = [len(r) for r in run["raw"][who]["events"]]
+                dropped = sum(len(d) for d in run["raw"][who].get("discarded") or [])  # throttled launches
+                assert len(rounds) == 3 and sum(rounds) - dropped == s["events"]["n"] and min(rounds) >= 10
                 # the profiler timed the very launches the events did, and gives the headline
                 assert s["headline"] == "profiler" and s["median_ms"] == s["profiler"]["median_ms"]
                 assert [len(r) for r in run["raw"][who]["profiler"]] == [len(r) for r in run["raw"][who]["events"]]
