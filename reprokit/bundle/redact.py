@@ -198,17 +198,23 @@ class Scrubber:
     # JSON string values that ARE an identity, whatever their length (a host called `vm` is too
     # short to cut out of running text, but env.json's os.hostname still names it).
     exact: tuple = ()                   # (value, class)
+    # ... and those that are also words of the bundle's code and IR (a user called `triton`):
+    # exact only in env.json, the host's own record (scrub_json(env=True)).
+    exact_env: tuple = ()               # (value, class)
     _marker: bytes = field(default=MARKER.encode(), repr=False)
 
     @classmethod
     def for_capture(cls, env_doc: dict | None, *, share: bool, environ: dict | None = None,
                     facts: HostFacts | None = None, keep: frozenset = frozenset(), also: tuple = (),
-                    extra: Mapping[str, str] | None = None) -> Scrubber:
+                    extra: Mapping[str, str] | None = None, words: frozenset = frozenset()) -> Scrubber:
         """Needles from the host environment and env.json; in share mode, rules for host identity.
 
         `keep`: words that are never treated as host or user names (profile keys, stack names,
         case ids), so that a host called `h100` does not blank the profile out of the results.
         `extra`: more secret values, by what they were (a traced command's `--api-key`).
+        `words`: host and user names that are also words of the bundle's kernels, IR or
+        reproducers (content_words): cut only where they name the host or user (`user@host`,
+        env.json's values), never as words, which would rewrite `import triton` or `@llvm.nvvm`.
         """
         environ = dict(environ or {})
         needles: dict[bytes, set[str]] = {}
@@ -222,11 +228,12 @@ class Scrubber:
         identities, exact = (), ()
         if share:
             facts = facts or HostFacts.gather(env_doc, environ, also)
-            identities = _identity_rules(facts, keep)
+            identities = _identity_rules(facts, keep, words)
             exact = tuple(sorted({(h, "hostname") for h in facts.hostnames if h not in keep}
                                  | {(u, "user") for u in facts.users if u not in keep and u not in _GENERIC_USERS}))
         ordered = sorted(needles, key=lambda n: (-len(n), n))
-        return cls(tuple((n, frozenset(needles[n])) for n in ordered), share, identities, exact)
+        return cls(tuple((n, frozenset(needles[n])) for n in ordered), share, identities,
+                   tuple(e for e in exact if e[0] not in words), tuple(e for e in exact if e[0] in words))
 
     def scrub(self, data: bytes, *, binary: bool, shapes: bool) -> tuple[bytes, Outcome]:
         """Scrubbed bytes, and what was found. `shapes`: also search secret shapes (see module doc)."""
@@ -251,20 +258,22 @@ class Scrubber:
                     data = new
         return data, Outcome(frozenset(names), shaped, frozenset(classes))
 
-    def scrub_json(self, doc):
-        """(scrubbed copy, Outcome) of a parsed JSON document: every string value, keys kept."""
+    def scrub_json(self, doc, *, env: bool = False):
+        """(scrubbed copy, Outcome) of a parsed JSON document: every string value, keys kept.
+        `env`: the document is env.json, the host's record, where a name is cut even when it is
+        also a word of the code (exact_env)."""
         if isinstance(doc, str):
-            for value, cls_name in self.exact:
+            for value, cls_name in (*self.exact, *self.exact_env) if env else self.exact:
                 if doc == value:
                     return _PLACEHOLDER[cls_name], Outcome(classes=frozenset({cls_name}))
             raw = doc.encode("utf-8", "surrogatepass")
             new, outcome = self.scrub(raw, binary=False, shapes=True)
             return (new.decode("utf-8", "surrogatepass") if new != raw else doc), outcome
         if isinstance(doc, list):
-            pairs = [self.scrub_json(v) for v in doc]
+            pairs = [self.scrub_json(v, env=env) for v in doc]
             return [p[0] for p in pairs], _merge(p[1] for p in pairs)
         if isinstance(doc, dict):
-            pairs = {k: self.scrub_json(v) for k, v in doc.items()}
+            pairs = {k: self.scrub_json(v, env=env) for k, v in doc.items()}
             return {k: p[0] for k, p in pairs.items()}, _merge(p[1] for p in pairs.values())
         return doc, Outcome()
 
@@ -282,7 +291,24 @@ def _longest_first(values) -> list:
     return sorted(values, key=lambda v: (-len(v), v))
 
 
-def _identity_rules(facts: HostFacts, keep: frozenset) -> tuple:
+def content_words(facts: HostFacts, texts) -> frozenset:
+    """The host and user names of `facts` that stand as a word in one of `texts` (the bundle's
+    kernels, IR and reproducers, as bytes): a user called `triton`, `cuda` or `i32`, a host called
+    `gpu`. Cut as words, they would rewrite the code and IR (Scrubber.for_capture's `words`)."""
+    names = {n for n in facts.hostnames | facts.users if n and len(n) >= _MIN_IDENTITY_LEN}
+    found = set()
+    for data in texts:
+        for name in names - found:
+            raw = name.encode()
+            # a word apart from paths: /home/kowalski/src in an IR location names the user
+            if raw in data and re.search(rb"(?<![A-Za-z0-9_/-])" + re.escape(raw) + rb"(?![A-Za-z0-9_/-])", data):
+                found.add(name)
+        if found == names:
+            break
+    return frozenset(found)
+
+
+def _identity_rules(facts: HostFacts, keep: frozenset, words: frozenset = frozenset()) -> tuple:
     """(class, regex, hints) rules in the order they must run: longest, most specific first.
 
     A rule runs on data holding one of its hints (all data when there are none). Every known
@@ -308,6 +334,10 @@ def _identity_rules(facts: HostFacts, keep: frozenset) -> tuple:
                                      ("user", facts.users, _GENERIC_USERS)):
         for name in _longest_first(names):
             if len(name) >= _MIN_IDENTITY_LEN and name.lower() not in generic and name not in keep:
-                rules.append((cls_name, re.compile(_WORD_BEFORE + re.escape(name.encode()) + _WORD_AFTER),
-                              (name.encode(),)))
+                raw = re.escape(name.encode())
+                # a word of the code: only where it names someone, in user@host (never `@triton.jit`)
+                at = (rb"(?<=[A-Za-z0-9_.-]@)" + raw + _WORD_AFTER if cls_name == "hostname"
+                      else _WORD_BEFORE + raw + rb"(?=@[A-Za-z0-9<])")  # <host>: its host already cut
+                rx = at if name in words else _WORD_BEFORE + raw + _WORD_AFTER
+                rules.append((cls_name, re.compile(rx), (name.encode(),)))
     return tuple(rules)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
-from reprokit.bundle.redact import SHARE_CLASSES, Outcome, Scrubber, recorded_homes
+from reprokit.bundle.redact import SHARE_CLASSES, HostFacts, Outcome, Scrubber, content_words, recorded_homes
 from reprokit.bundle.templates import templates_sha256
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, cut_values, redact_argv, redact_env
@@ -187,6 +187,8 @@ class _Scrubbed:
         self.share_files: set[str] = set()
         self.share_binary: set[str] = set()
         self.unscanned: set[str] = set()
+        # classes whose name is also a word of the code, cut only where it names someone
+        self.as_words: set[str] = set()
 
     def note(self, path: str, outcome: Outcome, binary: bool) -> None:
         self.variables |= outcome.variables
@@ -228,6 +230,20 @@ def _triton_home(env) -> None:
                         None)
             if home is not None:
                 group[key] = "<home>" + value[len(home):]
+
+
+def _code_texts(entries: list):
+    """The bytes of the bundle's code and compiler output (kernels, IR, reproducers, a trace's
+    sources), one file at a time: where a host or user name may also be a word."""
+    for e in entries:
+        if e.role in ("kernel-source", "ir", "reproducer") or e.path.startswith("trace/sources/") \
+                or e.path.endswith("/minimal.py"):
+            try:
+                data = e.source.read_bytes()
+            except OSError:
+                continue
+            if b"\0" not in data:
+                yield data
 
 
 def _keep_words(plan: dict, stack: dict, profile: dict, executor: dict) -> frozenset:
@@ -281,17 +297,21 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     # A traced command's secret options (trace/trace.json, however old the trace that wrote it).
     traced = _traced_secrets(capture_dir)
     secret_options = {**{v: o for o, v in traced}, **options.secret_options}
+    facts = HostFacts.gather(env_raw, options.environ, (docs["results.json"],)) if share else None
+    words = content_words(facts, _code_texts(entries)) if facts else frozenset()
     scrubber = Scrubber.for_capture(env_raw, share=share, environ=options.environ,
                                     keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],),
-                                    extra=secret_options)
+                                    extra=secret_options, facts=facts, words=words)
     _redact_env_doc(env_raw)
     if share:
         _drop_board_identity(env_raw)
     _triton_home(env_raw)
     log = _Scrubbed()
+    if facts:
+        log.as_words = {c for c, names in (("hostname", facts.hostnames), ("user", facts.users)) if names & words}
     doc_bytes = {}
     for n in DOCS:
-        docs[n], outcome = scrubber.scrub_json(docs[n])
+        docs[n], outcome = scrubber.scrub_json(docs[n], env=n == "env.json")
         log.note(n, outcome, binary=False)
         doc_bytes[n] = dump_json(docs[n]) if docs[n] != originals[n] else (capture_dir / n).read_bytes()
     problems = [p for name in DOCS for p in schemas.problems(name, docs[name])]
@@ -445,6 +465,8 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
             manifest["redaction"]["unscanned"] = sorted(log.unscanned)
         manifest["share"] = {"applied": pack.share, "classes": [c for c in SHARE_CLASSES if c in log.share_classes],
                              "files": sorted(log.share_files), "binary_files": sorted(log.share_binary)}
+        if log.as_words:  # said only where it happened: other bundles keep their bytes
+            manifest["share"]["as_words"] = sorted(log.as_words)
         add("README.md", readme.render(name, manifest=manifest, results=pack.results, env=env, plan=pack.plan).encode(), "readme")
         manifest["content_sha256"] = hashlib.sha256("".join(
             f"{f['sha256']}  {f['path']}\n" for f in files if f["role"] != "readme").encode()).hexdigest()

@@ -8,6 +8,7 @@ reprokit.harness, so that it runs beside any Triton under test.
 
 from __future__ import annotations
 
+import json
 import re
 
 MARKER = "<redacted>"
@@ -100,14 +101,21 @@ _OPTION_WORDS = frozenset({"token", "tokens", "secret", "secrets", "password", "
                            "apikey", "apikeys", "credential", "credentials", "cookie", "cookies", "passphrase"})
 _OPTION_PAIRS = frozenset({("api", "key"), ("api", "keys"), ("access", "key"), ("access", "keys"),
                            ("private", "key"), ("private", "keys")})
-# Compound parts that end in a secret word: --authtoken, --hftoken, --dbpassword.
-_OPTION_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "credentials", "credential", "cookie")
+# Compound parts that end in a secret word: --authtoken, --hftoken, --dbpassword, --accesskey.
+_OPTION_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "credentials", "credential", "cookie",
+                   "accesskey", "privatekey")
+# Counts of tokens, not tokens: --max-tokens 256, --num_tokens, --max-new-tokens.
+_TOKEN_COUNTS = frozenset({"max", "min", "num", "new", "n"})
+# A NAME=value word of the command (`env GITHUB_TOKEN=... python p.py`): an environment assignment.
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+)$", re.DOTALL)
 _OPTION_SPLIT = re.compile(r"[-_.]+")
 
 
 def is_secret_option(option: str) -> bool:
     """True for `--api-key`, `--token`, `--db-password`, `--access_key`; False for `--sort-key`."""
     parts = [p for p in _OPTION_SPLIT.split(option.lstrip("-").lower()) if p]
+    if parts and parts[-1] == "tokens" and any(p in _TOKEN_COUNTS for p in parts[:-1]):
+        return False
     if any(p in _OPTION_WORDS or p.endswith(_OPTION_ENDINGS) for p in parts):
         return True
     return any(pair in _OPTION_PAIRS for pair in zip(parts, parts[1:]))
@@ -116,8 +124,9 @@ def is_secret_option(option: str) -> bool:
 def redact_argv(argv) -> tuple[list, list]:
     """(argv with secret options' values replaced by MARKER, [(option, value cut)] in argv order).
 
-    `--opt=value` and `--opt value` both count; a following word that is itself an option
-    (`--token --verbose`) is not taken for the value."""
+    `--opt=value`, `--opt value` and their one-dash forms (`-password value`) count; a following
+    word that is itself an option (`--token --verbose`) is not taken for the value. So does an
+    environment assignment whose name says secret (`env HF_TOKEN=value python p.py`)."""
     out, cut = [], []
     take = None
     for word in argv:
@@ -136,16 +145,23 @@ def redact_argv(argv) -> tuple[list, list]:
                 out.append(f"{name}={MARKER}")
                 cut.append((name, value))
                 continue
-        elif word.startswith("--") and len(word) > 2 and is_secret_option(word):
+        elif word.startswith("-") and len(word) > 2 and is_secret_option(word):
             take = word
+        elif (m := _ASSIGNMENT.match(word)) and is_secret_name(m.group(1)) and m.group(2) != MARKER:
+            out.append(f"{m.group(1)}={MARKER}")
+            cut.append((m.group(1), m.group(2)))
+            continue
         out.append(word)
     return out, cut
 
 
 def cut_values(text: str, values) -> str:
     """`text` with each secret value replaced by MARKER: anywhere when it is long enough to be no
-    word of its own, else only where it stands apart from letters and digits."""
-    for value in sorted(set(values), key=lambda v: (-len(v), v)):
+    word of its own, else only where it stands apart from letters and digits. The value as a
+    program prints it inside a list or a JSON string (`print(sys.argv)`: backslashes and quotes
+    escaped) counts too."""
+    forms = {form for v in values if v for form in (v, repr(v)[1:-1], json.dumps(v)[1:-1])}
+    for value in sorted(forms, key=lambda v: (-len(v), v)):
         if len(value) >= 8:
             text = text.replace(value, MARKER)
         elif value:

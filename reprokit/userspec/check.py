@@ -189,23 +189,29 @@ def file_problem(project: Project, path: Path, what: str) -> str | None:
         return f"{what} cannot be read: {e.strerror or e}"
     if not stat.S_ISREG(st.st_mode):
         return f"{what} is not a regular file"
+    if st.st_nlink > 1:
+        # A hard link cannot be told from the file it shares its data with, which may sit
+        # anywhere on this file system (a credentials file): only a file of one name travels.
+        return f"{what} is a hard link ({st.st_nlink} names share its data, which may lie outside the project): copy it"
     if st.st_size > MAX_FILE_BYTES:
         return f"{what} is {st.st_size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 10**6} MB a project file may have"
     return None
 
 
-def _folder_files(folder: Path) -> list[Path]:
-    """Every entry of a kernels folder that is not a folder, symlinks included (judged, not followed
-    into), hidden files, caches and bytecode left out."""
-    out = []
+def _folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(every entry of a kernels folder that is not a folder, symlinks included (judged, not
+    followed into); its linked folders, never walked), hidden files, caches and bytecode left out."""
+    out, links = [], []
     for top, dirs, names in os.walk(folder, followlinks=False):
         rel = Path(top).relative_to(folder)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__"
-                         and not (Path(top) / d).is_symlink())
         if any(part.startswith(".") for part in rel.parts):
+            dirs[:] = []
             continue
+        kept = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        links += [Path(top) / d for d in kept if (Path(top) / d).is_symlink()]
+        dirs[:] = [d for d in kept if not (Path(top) / d).is_symlink()]
         out += [Path(top) / n for n in names if not n.startswith(".") and not n.endswith(".pyc")]
-    return sorted(out)
+    return sorted(out), sorted(links)
 
 
 def _kernel_entries(project: Project, meta: dict, lines: Lines, rep: Findings) -> list:
@@ -246,7 +252,11 @@ def _kernel_entries(project: Project, meta: dict, lines: Lines, rep: Findings) -
                 else:
                     entries.append((p.resolve(), False))
     for path, is_dir in entries:
-        files = [path] if not is_dir else _folder_files(path)
+        files, links = ([path], []) if not is_dir else _folder_files(path)
+        for link in links:  # never followed; one that points out of the project is said so
+            if inside(project, link) is None:
+                rep.add(at, f"kernels folder link {link.relative_to(path).as_posix()!r} resolves outside the project "
+                            f"folder {project.root} (its files do not travel)")
         good = []   # (the file as listed, the file it resolves to)
         for f in files:
             name = f.name if not is_dir else f.relative_to(path).as_posix()

@@ -80,6 +80,14 @@ def _link_out(root: Path) -> None:
     (root / "kernels" / "creds.txt").symlink_to(root.parent / "outside" / "credentials")
 
 
+def _hard_link(root: Path) -> None:
+    os.link(root.parent / "outside" / "credentials", root / "kernels" / "creds.txt")
+
+
+def _folder_link_out(root: Path) -> None:
+    (root / "kernels" / "more").symlink_to(root.parent / "outside", target_is_directory=True)
+
+
 def _fifo(root: Path) -> None:
     os.mkfifo(root / "kernels" / "pipe")
 
@@ -110,6 +118,8 @@ ESCAPES = [
     ("../ escape", _dotdot, 3, "kernels names '../outside/credentials'", "resolves outside the project folder"),
     ("symlink to /etc/passwd", _passwd, 3, "kernels file 'x.py'", "resolves outside the project folder"),
     ("symlink to a file outside", _link_out, 3, "kernels file 'creds.txt'", "resolves outside the project folder"),
+    ("hard link to a file outside", _hard_link, 3, "kernels file 'creds.txt'", "is a hard link"),
+    ("folder link out", _folder_link_out, 3, "kernels folder link 'more'", "resolves outside the project"),
     ("FIFO", _fifo, 3, "kernels file 'pipe'", "is not a regular file"),
     ("huge file", _huge, 3, "kernels file 'data.py'", "over the 4 MB a project file may have"),
     ("kernel not Python", _not_python, 7, "case 'a': kernel file kernels/k.txt", "is not a Python file"),
@@ -166,6 +176,8 @@ def test_a_kernel_too_deep_for_the_parser_is_one_line(tmp_path):
     ("--credential", True), ("--cookie", True), ("--session.cookie", True),
     ("--sort-key", False), ("--key", False), ("--author", False), ("--auth", False), ("--auth-method", False),
     ("--tokenizer", False), ("--size", False), ("--keys", False), ("--primary-key", False),
+    ("--accesskey", True), ("--privatekey", True), ("-password", True),
+    ("--max-tokens", False), ("--num_tokens", False), ("--max-new-tokens", False),
 ])
 def test_which_options_say_secret(option, secret):
     assert is_secret_option(option) is secret
@@ -178,6 +190,15 @@ def test_both_option_forms_lose_their_value_and_nothing_else_does():
     assert out == ["python", "p.py", "--api-key", MARKER, f"--token={MARKER}", "--sort-key", "name", "--author",
                    "me", "--password", "--verbose", "--cookie=", "--pwd", MARKER, "x"]
     assert cut == [("--api-key", "zq9X7mK2pL4vR8nT1wY6"), ("--token", "abc"), ("--pwd", "hunter2")]
+    # one-dash forms, compound names, and environment assignments before the program
+    out, cut = redact_argv(["env", "GITHUB_TOKEN=envVALgh123456", "SORT=name", "python", "p.py", "-password",
+                            "singleDashPW1", "-token=singleEqTok2", "--accesskey", "akCompound3", "--max-tokens", "256"])
+    assert out == ["env", f"GITHUB_TOKEN={MARKER}", "SORT=name", "python", "p.py", "-password", MARKER,
+                   f"-token={MARKER}", "--accesskey", MARKER, "--max-tokens", "256"]
+    assert [v for _, v in cut] == ["envVALgh123456", "singleDashPW1", "singleEqTok2", "akCompound3"]
+    # the value as a program prints its argv (repr: backslashes doubled) is cut too
+    tail = str(["p.py", "--password", 'Pa\\ss"w0rdQ9']) + ' {"password": "Pa\\\\ss\\"w0rdQ9"}'
+    assert "w0rdQ9" not in cut_values(tail, ['Pa\\ss"w0rdQ9']), cut_values(tail, ['Pa\\ss"w0rdQ9'])
     # a short value is cut where it stands as a word, never out of other words
     assert cut_values("pwd hunter2; abc; abcdef; hunter2x", ["hunter2", "abc"]) == \
         f"pwd {MARKER}; {MARKER}; abcdef; hunter2x"

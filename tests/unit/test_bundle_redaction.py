@@ -218,3 +218,30 @@ def test_a_stack_image_home_is_a_home_but_its_user_is_no_identity():
     out, _ = scrubber.scrub(b"/home/stack/.triton/cache: the stack ran as reprokit for alice", binary=False,
                             shapes=False)
     assert out == b"<home>/.triton/cache: the stack ran as reprokit for <user>"
+
+
+def test_a_user_named_like_a_word_of_the_code_leaves_the_code_intact(tmp_path, monkeypatch):
+    """USER=triton (or cuda, i32, nvvm): cut as a word, `--share` rewrote `import triton` in every
+    kernel, the IR and the reproducers, and the bundle still verified. Such a name is cut only
+    where it names someone (`triton@host`, env.json's values, home paths), and the manifest says so."""
+    monkeypatch.setenv("USER", "triton")
+    monkeypatch.setenv("LOGNAME", "triton")
+    monkeypatch.setenv("HOME", "/home/triton")
+    monkeypatch.setattr(socket, "gethostname", lambda: "buildhost-3")
+    shared = make_bundle(tmp_path, share=True, home="/home/triton", hostname="buildhost-3",
+                         env_vars={"USER": "triton"},
+                         harness_log_extra="06:00:05 ssh triton@buildhost-3 ran it in /home/triton/src\n")
+    cap = tmp_path / "capture"
+    _, after = members(shared)
+    kernels = [rel for rel in after if rel.startswith("kernels/")]
+    assert kernels and all(after[rel] == (cap / rel).read_bytes() for rel in kernels)
+    assert any(b"import triton" in after[rel] for rel in kernels)
+    log = after["logs/harness.log"].decode()
+    assert "ssh <user>@<host> ran it in <home>/src" in log, log
+    b = open_bundle(shared)
+    assert b.env["env_vars"]["USER"] == "<user>"
+    assert b.manifest["share"]["as_words"] == ["user"]
+    assert verify(shared) == []
+    # a name that is no word of the code is still cut as a word (the test above), and a bundle
+    # without such a name says nothing of it
+    assert "as_words" not in open_bundle(_share_bundle(tmp_path / "plain", monkeypatch, share=True)).manifest["share"]
