@@ -36,6 +36,7 @@ from reprokit.records import RecordInvalid, Results
 FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..newest
 DOCS = ("plan.json", "results.json", "env.json")
 UNLISTED = ("manifest.json", "SHA256SUMS")   # the two files the manifest cannot list
+TRACE_DOC = "trace/trace.json"  # a trace bundle's record of its program (schemas/trace.schema.json)
 RECORDS = "results.json (parsed)"             # where _check_contents leaves the typed results
 # One set of limits with what `trace` writes (reprokit/limits.py).
 DEFAULT_MAX_BUNDLE_BYTES = bundle_limits.MAX_BUNDLE_BYTES
@@ -331,7 +332,7 @@ def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Sca
                  write_to: Path | None) -> Member:
     sha = hashlib.sha256()
     level = meaning.ir_level(rel)
-    keep_it = rel in DOCS or rel in UNLISTED or keep(rel)
+    keep_it = rel in DOCS or rel in UNLISTED or rel == TRACE_DOC or keep(rel)
     kept = [] if keep_it or level else None
     out = None
     if write_to is not None:
@@ -443,6 +444,12 @@ def _check_contents(scan: _Scan) -> tuple[dict, dict, list[str]]:
         else:
             problems += meaning.problems(docs["plan.json"], records, scan.ir)
             docs[RECORDS] = records
+    # A trace's own record (trace/trace.json), which show and the replay read: a malformed one is
+    # a problem here, not a traceback there.
+    if TRACE_DOC in scan.data:
+        trace_doc = _json(scan, TRACE_DOC, problems)
+        if trace_doc is not None:
+            problems += schemas.problems(TRACE_DOC, trace_doc)
     # The tensors a trace kept, read without torch (zip CRCs, a pickle of tensors only, the shapes
     # the plan recorded): replay hands them to a program, so a damaged one is a problem here.
     problems += tensorfile.problems({r: d for r, d in scan.data.items() if r.startswith(tensorfile.PREFIX)},

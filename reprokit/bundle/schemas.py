@@ -16,6 +16,7 @@ SCHEMA_FILES = {
     "results.json": "results.schema.json",
     "env.json": "env.schema.json",
     "sweep.json": "sweep.schema.json",
+    "trace/trace.json": "trace.schema.json",
 }
 _MAX_REPORTED = 20
 _MAX_REASON = 200

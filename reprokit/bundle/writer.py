@@ -317,6 +317,8 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     problems = [p for name in DOCS for p in schemas.problems(name, docs[name])]
     if (capture_dir / "sweep.json").is_file():  # a sweep's answers
         problems += schemas.problems("sweep.json", _load_json(capture_dir / "sweep.json", "sweep.json"))
+    if (capture_dir / TRACE_DOC).is_file():  # a trace's record of its program, which verify judges
+        problems += schemas.problems(TRACE_DOC, _load_json(capture_dir / TRACE_DOC, TRACE_DOC))
     plan, results, env = docs["plan.json"], docs["results.json"], docs["env.json"]
     if not problems:
         problems += schemas.consistency_problems(plan, results, {e.path for e in entries})

@@ -16,8 +16,9 @@ def add_parser(sub) -> None:
         description="Stream the bundle once without extracting it: gzip and tar integrity, every member a "
                     "regular file or folder under one root (no links, devices, absolute or '..' paths, "
                     "setuid bits, duplicates), size limits, the manifest's format and schema, every file's "
-                    "size and sha256, no unlisted file, SHA256SUMS, the plan/results/env schemas, plan and results "
-                    "naming the same cases, and every TMA count and verdict recomputed from the bundle's own IR. "
+                    "size and sha256, no unlisted file, SHA256SUMS, the plan/results/env schemas (and a trace's "
+                    "trace/trace.json), plan and results naming the same cases, every TMA count and verdict "
+                    "recomputed from the bundle's own IR, and every tensor a trace kept read without torch. "
                     "Exit 0: valid. Exit 1: invalid, one line per problem. Exit 2: unusable input (missing, "
                     "not gzip or tar, truncated, refused as hostile or too large, or a bundle format this "
                     "reprokit cannot read).",

@@ -19,7 +19,7 @@ import pytest
 from reprokit import limits
 from reprokit.bundle import reader, tensorfile
 from reprokit.bundle.reader import open_bundle, verify
-from reprokit.errors import BundleUnusable
+from reprokit.errors import BundleInvalid
 from reprokit.harness.redact import MARKER, cut_values, is_secret_option, redact_argv
 from reprokit.run.replay import write_tensors
 from tests.helpers.bundle_tools import edit_json, make_bundle, reseal
@@ -211,7 +211,8 @@ def _trace_capture(tmp: Path, command: list, stderr_tail: str) -> Path:
     cap = make_capture(tmp / "capture")
     (cap / "trace").mkdir()
     (cap / "trace" / "trace.json").write_text(json.dumps({"format": 1, "command": command, "exit_code": 1,
-                                                          "stderr_tail": stderr_tail, "tensor_files": []}))
+                                                          "stderr_tail": stderr_tail, "tensor_files": [],
+                                                          "cases": [], "missed": []}))
     return cap
 
 
@@ -367,11 +368,21 @@ def test_a_malformed_trace_record_is_one_line_in_the_replay_pre_check(tmp_path, 
         files["trace/trace.json"] = text.encode()
         return files
 
-    bundle = open_bundle(reseal(src, tmp_path / "sealed.tgz", edit))
-    with pytest.raises(BundleUnusable) as e:
-        write_tensors(bundle, bundle.plan, tmp_path / "tensors")
-    assert "trace/trace.json is not the trace record a trace writes" in str(e.value) and "\n" not in str(e.value)
-    assert not (tmp_path / "tensors").exists()
+    sealed = reseal(src, tmp_path / "sealed.tgz", edit)
+    # verify judges the trace's record as it judges plan.json (schemas/trace.schema.json): exit 1,
+    # one line per problem, each naming the member
+    v = cli("verify", str(sealed), cwd=tmp_path)
+    assert v.returncode == 1 and "Traceback" not in v.stderr, v.stdout + v.stderr
+    said = [ln for ln in (v.stdout + v.stderr).splitlines() if "trace/trace.json" in ln]
+    assert said and all(ln.count("trace/trace.json") == 1 for ln in said), v.stdout + v.stderr
+    # and every verb that opens it (show, replay, reduce) refuses it in one line before reading it
+    with pytest.raises(BundleInvalid) as e:
+        open_bundle(sealed)
+    assert "trace/trace.json" in str(e.value) and "\n" not in str(e.value)
+    s = cli("show", str(sealed), cwd=tmp_path)
+    lines = s.stderr.strip().splitlines()
+    assert s.returncode != 0 and "Traceback" not in s.stderr and lines, s.stderr
+    assert all("trace/trace.json" in ln for ln in lines), s.stderr
 
 
 # --- one set of limits ----------------------------------------------------------------------------
