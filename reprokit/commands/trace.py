@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from reprokit.commands import argtypes
-from reprokit.commands._common import harness_error_message, say
+from reprokit.commands._common import default_workers, harness_error_message, say
 from reprokit.errors import HarnessError, NotFaithful, ProgramFailed
 from reprokit.gpu import choose_gpu
 from reprokit.options import BundleOptions, GpuOptions, Listener
@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
                    help="also keep each specialisation's input and output tensors (your data, packed byte-exact and "
                         "never scanned for secrets): small (up to 1 MiB each), all (up to what a bundle reader "
                         "takes: 511 MiB a launch, 1.75 GiB in all); default none")
-    p.add_argument("--workers", type=argtypes.positive_int, default=2, help="parallel compiles in the capture (default 2)")
+    p.add_argument("--workers", type=argtypes.positive_int, default=None,
+                   help="parallel compiles in the capture (default one per CPU, as run's)")
     p.add_argument("--allow-gpu-mismatch", action="store_true",
                    help="trace on a GPU whose name or memory is not the profile's (same capability)")
     p.add_argument("--share", action="store_true", help="also scrub host name, user, home paths and GPU serials")
@@ -54,7 +55,7 @@ def run(args) -> int:
         argv = argv[1:]
     program.resolve(tuple(argv))
     req = TraceRequest(tuple(argv), _gpu(args, args.gpu), BundleOptions.from_host(args.host, args.out, share=args.share),
-                       tensors=args.tensors, workers=args.workers, stdout_to_stderr=args.json)
+                       tensors=args.tensors, workers=default_workers(args.workers), stdout_to_stderr=args.json)
     traced = trace(req, args.host, _Lines())
     if traced.results.harness_errors():
         say(f"reprokit: {harness_error_message(traced.stack, traced.results.harness_errors())}")
