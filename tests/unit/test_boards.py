@@ -234,3 +234,18 @@ def test_the_tolerance_script_measures_strays_per_kind_and_refuses_unknown_board
         tol.main([str(a), str(GPU_36)])
     with pytest.raises(SystemExit, match="at least two boards"):
         tol.main([str(a), str(_with_board(tmp_path, "a2.tgz", UUID_A))])
+
+
+def test_the_committed_three_board_measurements_stay_within_the_documented_tolerances(capsys):
+    """bundles/boards/: the suite's GPU run on three H100 boards (docs/gpu.md, "Three boards"):
+    the spread of every case between them, per kind, lies inside reprokit.compare.boards.TOLERANCES,
+    which the docs' table takes from this measurement."""
+    tol = _script("board_tolerance")
+    bundles = sorted((ROOT / "bundles" / "boards").glob("*.tgz"))
+    assert tol.main([*map(str, bundles), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["boards"] == 3 and set(out["kinds"]) == {"copy", "gemm"}
+    for kind, measured in out["kinds"].items():
+        limit = boards.TOLERANCES[kind]
+        assert 0 < measured["absolute"] < limit.absolute, (kind, measured["absolute"])
+        assert 0 < measured["per_baseline"] < limit.per_baseline, (kind, measured["per_baseline"])
