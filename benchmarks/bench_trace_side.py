@@ -11,7 +11,9 @@ most 1.10x the plain run with `--tensors none`, at most 1.20x with `--tensors sm
 
 PY is the interpreter whose Triton (and torch) run the program (a GPU host's). tritonparse is
 skipped, and said so, where PY cannot import it. `--out DIR` keeps each contender's last bundle
-or trace folder there and writes DIR/bench-trace.json with every time. Without a GPU every run
+or trace folder there and writes DIR/bench-trace.json with every time, after every round (a run
+cut off by a time limit keeps the rounds it finished); each round's line gives reprokit's two
+phases too. Without a GPU every run
 is under Triton's interpreter, as `reprokit trace` runs there: the ratios then say little about
 a GPU host's.
 """
@@ -69,6 +71,14 @@ def contenders(python: str, program: list, gpu: str, scratch: Path, with_tp: boo
     return out
 
 
+def _report(program: list, python: str, rounds: int, times: dict, phases: dict) -> dict:
+    """bench-trace.json after `rounds` rounds: every time, the medians and their ratios to plain."""
+    base = statistics.median(times["plain"])
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    return {"program": program, "python": python, "rounds": rounds, "times": times, "phases": phases,
+            "medians": medians, "ratios": {n: m / base for n, m in medians.items()}, "targets": TARGETS}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python", help="the interpreter that runs the program (default: the interpreter venv)")
@@ -120,14 +130,19 @@ def main() -> int:
                     doc = json.loads(p.stdout)
                     phases[name]["program"].append(doc["program"]["seconds"])
                     phases[name]["capture"].append(doc["capture_s"])
-            print(f"  round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.2f} s" for n in runs))
-        base = statistics.median(times["plain"])
-        report = {"program": program, "python": args.python, "rounds": args.rounds, "times": times, "phases": phases,
-                  "medians": {}, "ratios": {}, "targets": TARGETS}
+            # each round's figures, phases included, and the JSON so far: a run cut off by a time
+            # limit (a device command's 10 minutes) keeps every round it finished
+            print(f"  round {r + 1}: " + ", ".join(
+                f"{n} {times[n][-1]:.2f} s" + (f" (program {phases[n]['program'][-1]:.2f} s, capture "
+                                               f"{phases[n]['capture'][-1]:.2f} s)" if n in phases else "")
+                for n in runs), flush=True)
+            report = _report(program, args.python, r + 1, times, phases)
+            if args.out is not None:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / "bench-trace.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        base = report["medians"]["plain"]
         for name in runs:
-            med = statistics.median(times[name])
-            report["medians"][name] = med
-            report["ratios"][name] = med / base
+            med = report["medians"][name]
             line = f"{name:15s} median {med:7.2f} s  {med / base:5.3f}x plain"
             if name in phases:
                 prog, cap = (statistics.median(phases[name][k]) for k in ("program", "capture"))
@@ -136,8 +151,6 @@ def main() -> int:
                 line += f"  target <= {TARGETS[name]}x {'MET' if med / base <= TARGETS[name] else 'NOT MET'}"
             print(line)
         if args.out is not None:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "bench-trace.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
             for name, (_, folder) in runs.items():
                 if folder is not None and folder.exists():
                     shutil.copytree(folder, args.out / name, dirs_exist_ok=True)
