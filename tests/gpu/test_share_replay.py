@@ -85,7 +85,9 @@ def test_a_malformed_trace_record_is_one_line_in_the_gpu_pre_check(traced, tmp_p
                  name=f"replay-malformed-{'list' if text.startswith('[') else 'text'}")
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
-    assert "trace/trace.json is not the trace record a trace writes" in p.stderr
+    # refused when the bundle is opened (verify judges trace/trace.json), before any GPU work
+    assert "fails verification" in p.stderr and "trace/trace.json" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").glob("*.tgz"))
 
 

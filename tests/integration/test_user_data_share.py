@@ -284,6 +284,7 @@ def test_run_and_bundle_let_no_secret_out(tmp_path, venv_stack, traced, share):
         (cap / rel).write_bytes(traced_files[rel])
     (cap / "trace" / "trace.json").write_text(json.dumps({
         "format": 1, "command": ["python", "planted_secrets.py", *ARGV], "exit_code": 3, "tensor_files": [],
+        "cases": [], "missed": [],
         "stderr_tail": "using " + " ".join(ARGV) + f"\n{ENV_SECRET[1]}\n"}))
     shutil.rmtree(tmp_path / "again", ignore_errors=True)
     p = reprokit("bundle", cap, "--out", tmp_path / "again", *flag, cwd=tmp_path)
