@@ -212,7 +212,7 @@ class Scrubber:
         `keep`: words that are never treated as host or user names (profile keys, stack names,
         case ids), so that a host called `h100` does not blank the profile out of the results.
         `extra`: more secret values, by what they were (a traced command's `--api-key`).
-        `words`: host and user names that are also words of the bundle's kernels, IR or
+        `words`: host and user names that are also words of the bundle's IR or
         reproducers (content_words): cut only where they name the host or user (`user@host`,
         env.json's values), never as words, which would rewrite `import triton` or `@llvm.nvvm`.
         """
@@ -293,8 +293,9 @@ def _longest_first(values) -> list:
 
 def content_words(facts: HostFacts, texts) -> frozenset:
     """The host and user names of `facts` that stand as a word in one of `texts` (the bundle's
-    kernels, IR and reproducers, as bytes): a user called `triton`, `cuda` or `i32`, a host called
-    `gpu`. Cut as words, they would rewrite the code and IR (Scrubber.for_capture's `words`)."""
+    IR and reproducers, what the compiler and reprokit wrote, as bytes): a user called `triton`,
+    `cuda` or `i32`, a host called `gpu`. Cut as words, they would rewrite the code and IR
+    (Scrubber.for_capture's `words`)."""
     names = {n for n in facts.hostnames | facts.users if n and len(n) >= _MIN_IDENTITY_LEN}
     found = set()
     for data in texts:

@@ -233,11 +233,12 @@ def _triton_home(env) -> None:
 
 
 def _code_texts(entries: list):
-    """The bytes of the bundle's code and compiler output (kernels, IR, reproducers, a trace's
-    sources), one file at a time: where a host or user name may also be a word."""
+    """The bytes of what the compiler and reprokit wrote (IR, reproducers), one file at a time:
+    where a host or user name that is also a word of the language shows it (`import triton` in
+    every reproducer, `i32` and `@llvm.nvvm` in the IR). Not the user's own files (kernels, a
+    trace's sources): a name that stands in those (`USER = "amy"`, `# by amy`) is the user's."""
     for e in entries:
-        if e.role in ("kernel-source", "ir", "reproducer") or e.path.startswith("trace/sources/") \
-                or e.path.endswith("/minimal.py"):
+        if e.role in ("ir", "reproducer") or e.path.endswith("/minimal.py"):
             try:
                 data = e.source.read_bytes()
             except OSError:

@@ -228,10 +228,16 @@ def test_a_user_named_like_a_word_of_the_code_leaves_the_code_intact(tmp_path, m
     monkeypatch.setenv("LOGNAME", "triton")
     monkeypatch.setenv("HOME", "/home/triton")
     monkeypatch.setattr(socket, "gethostname", lambda: "buildhost-3")
-    shared = make_bundle(tmp_path, share=True, home="/home/triton", hostname="buildhost-3",
-                         env_vars={"USER": "triton"},
-                         harness_log_extra="06:00:05 ssh triton@buildhost-3 ran it in /home/triton/src\n")
-    cap = tmp_path / "capture"
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions
+    from tests.helpers.bundle_tools import ORIGIN
+    from tests.helpers.fake_capture import make_capture
+
+    cap = make_capture(tmp_path / "capture", home="/home/triton", hostname="buildhost-3", env_vars={"USER": "triton"},
+                       harness_log_extra="06:00:05 ssh triton@buildhost-3 ran it in /home/triton/src\n")
+    # as the harness writes one for every case: the language's own words (`import triton`)
+    (cap / "cases/tensor_descriptor.p0/reproducer.py").write_text("import triton\nimport triton.language as tl\n")
+    shared = write_bundle(cap, ORIGIN, BundleOptions(tmp_path / "bundles", share=True))
     _, after = members(shared)
     kernels = [rel for rel in after if rel.startswith("kernels/")]
     assert kernels and all(after[rel] == (cap / rel).read_bytes() for rel in kernels)
