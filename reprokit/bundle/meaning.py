@@ -48,7 +48,7 @@ def problems(plan: dict, results: Results, ir: dict) -> list[str]:
         out.append(f"results.json: no result for case {cid}, which plan.json names")
     for cid in sorted(set(recorded) - set(planned)):
         out.append(f"results.json: case {cid} is not in plan.json")
-    judged = {}
+    judged: dict = {}
     for cid, case in planned.items():  # plan order: a P2's gate (its family's P0) comes first
         rec = recorded.get(cid)
         if rec is None:

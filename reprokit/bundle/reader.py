@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import IO, Callable, Mapping, cast
 
 from reprokit import limits as bundle_limits
 from reprokit import locks
@@ -182,6 +182,14 @@ class _Scan:
     problems: list = field(default_factory=list)
 
 
+def _root_of(scan: _Scan) -> str:
+    """The bundle's root folder, which its first member sets (_check_member) before any member is
+    read; a bundle with no member never gets past its missing documents."""
+    if scan.root is None:
+        raise BundleInvalid("the bundle has no root folder")
+    return scan.root
+
+
 def _label(name: str) -> str:
     """A member name safe to print on one line."""
     return repr(name) if any(ord(c) < 32 for c in name) else name
@@ -256,7 +264,7 @@ def _scan(path: Path, limits: Limits, keep: Callable[[str], bool], write_to: Pat
                                 f"{limits.max_bundle_bytes} (REPROKIT_MAX_BUNDLE_BYTES / --max-bytes)")
         raw = _HashingFile(f)
         try:
-            with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
+            with gzip.GzipFile(fileobj=cast("IO[bytes]", raw), mode="rb") as gz:  # it reads only read()
                 stream = _CountingStream(gz, limits.max_bundle_bytes)
                 _walk(stream, scan, limits, keep, write_to)
                 if scan.refused:
@@ -294,7 +302,7 @@ def _walk(stream: _CountingStream, scan: _Scan, limits: Limits, keep, write_to: 
     dirs: set = set()
     total = 0
     count = 0
-    with tarfile.open(fileobj=stream, mode="r|", bufsize=_TAR_BUFSIZE) as tar:
+    with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|", bufsize=_TAR_BUFSIZE) as tar:  # read() only
         for ti in tar:
             count += 1
             if count > limits.max_members:
@@ -317,10 +325,11 @@ def _walk(stream: _CountingStream, scan: _Scan, limits: Limits, keep, write_to: 
                 continue
             if scan.refused:
                 continue  # a refused archive: headers are still judged, no bytes are read
-            rel = ti.name[len(scan.root) + 1:]
+            root = _root_of(scan)
+            rel = ti.name[len(root) + 1:]
             if ti.isdir():
                 if write_to is not None:
-                    write_to.joinpath(scan.root, *[p for p in rel.split("/") if p]).mkdir(parents=True, exist_ok=True)
+                    write_to.joinpath(root, *[p for p in rel.split("/") if p]).mkdir(parents=True, exist_ok=True)
                 continue
             if not rel:
                 scan.refused.append(f"refused: {_label(ti.name)}: the bundle root is a file, not a folder")
@@ -333,10 +342,10 @@ def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Sca
     sha = hashlib.sha256()
     level = meaning.ir_level(rel)
     keep_it = rel in DOCS or rel in UNLISTED or rel == TRACE_DOC or keep(rel)
-    kept = [] if keep_it or level else None
+    kept: list[bytes] | None = [] if keep_it or level else None
     out = None
     if write_to is not None:
-        target = write_to.joinpath(scan.root, *rel.split("/"))
+        target = write_to.joinpath(_root_of(scan), *rel.split("/"))
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             # O_EXCL|O_NOFOLLOW: the folder is fresh and ours, but never follow or overwrite anything.
@@ -345,6 +354,8 @@ def _read_member(tar: tarfile.TarFile, ti: tarfile.TarInfo, rel: str, scan: _Sca
         except OSError as e:
             raise FileSystemError.of(target, e, "cannot write") from None
     src = tar.extractfile(ti)
+    if src is None:  # _check_member refused every member that is not a folder or a regular file
+        raise BundleRefused(f"refused: {_label(ti.name)}: not a regular file")
     n = 0
     try:
         while True:
@@ -435,14 +446,15 @@ def _check_contents(scan: _Scan) -> tuple[dict, dict, list[str]]:
             doc_problems = schemas.problems(rel, doc)
             problems += doc_problems
             docs[rel] = doc if not doc_problems else None
-    if all(docs.get(d) is not None for d in ("plan.json", "results.json")):
-        problems += schemas.consistency_problems(docs["plan.json"], docs["results.json"], set(scan.members))
+    plan_doc, results_doc = docs.get("plan.json"), docs.get("results.json")
+    if plan_doc is not None and results_doc is not None:
+        problems += schemas.consistency_problems(plan_doc, results_doc, set(scan.members))
         try:
-            records = Results.from_json(docs["results.json"])
+            records = Results.from_json(results_doc)
         except RecordInvalid as e:
             problems.append(f"results.json: {e}")
         else:
-            problems += meaning.problems(docs["plan.json"], records, scan.ir)
+            problems += meaning.problems(plan_doc, records, scan.ir)
             docs[RECORDS] = records
     # A trace's own record (trace/trace.json), which show and the replay read: a malformed one is
     # a problem here, not a traceback there.
@@ -489,7 +501,7 @@ class Report:
 
     path: Path
     sha256: str
-    root: str
+    root: str | None      # None: an archive with no member
     files: int
     problems: tuple
 
@@ -524,7 +536,7 @@ def open_bundle(path: Path, limits: Limits | None = None, *, keep: Callable[[str
     manifest, docs, problems = _check_contents(scan)
     if problems:
         raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)
-    return Bundle(path=path, sha256=scan.sha256, root=scan.root, manifest=manifest, plan=docs["plan.json"],
+    return Bundle(path=path, sha256=scan.sha256, root=_root_of(scan), manifest=manifest, plan=docs["plan.json"],
                   results=docs["results.json"], records=docs[RECORDS], env=docs["env.json"],
                   members=MappingProxyType(scan.members), data=MappingProxyType(scan.data))
 
@@ -548,8 +560,8 @@ def extract(path: Path, dest: Path, limits: Limits | None = None) -> Path:
         problems = _check_contents(scan)[2]
         if problems:
             raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)
-        final = dest / scan.root
+        final = dest / _root_of(scan)
         if final.exists():
             raise OutputExists(f"{final} already exists; remove it or extract elsewhere")
-        os.rename(work / scan.root, final)
+        os.rename(work / final.name, final)
         return final

@@ -86,7 +86,7 @@ class HostFacts:
     gpu_serials: frozenset = frozenset()
 
     @classmethod
-    def gather(cls, env_doc: dict | None, environ: dict | None = None, also: tuple = ()) -> HostFacts:
+    def gather(cls, env_doc: dict | None, environ: Mapping[str, str] | None = None, also: tuple = ()) -> HostFacts:
         """`also`: more documents whose GPU uuid/serial fields name this host's GPUs (results.json
         holds NVML snapshots taken around each benchmark)."""
         environ = environ or {}
@@ -104,7 +104,8 @@ class HostFacts:
         for m in _HOME_RE.finditer(json.dumps(env_doc).encode()):
             homes.add(m.group(0).decode())
         users |= {h.rstrip("/").rsplit("/", 1)[-1] for h in homes if h and h.startswith(("/home/", "/Users/"))}
-        uuids, serials = set(), set()
+        uuids: set[str] = set()
+        serials: set[str] = set()
         _collect_gpu_ids(env_doc.get("gpu"), uuids, serials)
         for doc in also:
             _collect_gpu_ids(doc, uuids, serials)
@@ -204,7 +205,7 @@ class Scrubber:
     _marker: bytes = field(default=MARKER.encode(), repr=False)
 
     @classmethod
-    def for_capture(cls, env_doc: dict | None, *, share: bool, environ: dict | None = None,
+    def for_capture(cls, env_doc: dict | None, *, share: bool, environ: Mapping[str, str] | None = None,
                     facts: HostFacts | None = None, keep: frozenset = frozenset(), also: tuple = (),
                     extra: Mapping[str, str] | None = None, words: frozenset = frozenset()) -> Scrubber:
         """Needles from the host environment and env.json; in share mode, rules for host identity.
@@ -225,7 +226,8 @@ class Scrubber:
             if _worth_scrubbing(value):
                 for form in _needle_forms(value):
                     needles.setdefault(form, set()).add(what)
-        identities, exact = (), ()
+        identities: tuple = ()
+        exact: tuple = ()
         if share:
             facts = facts or HostFacts.gather(env_doc, environ, also)
             identities = _identity_rules(facts, keep, words)
@@ -270,8 +272,8 @@ class Scrubber:
             new, outcome = self.scrub(raw, binary=False, shapes=True)
             return (new.decode("utf-8", "surrogatepass") if new != raw else doc), outcome
         if isinstance(doc, list):
-            pairs = [self.scrub_json(v, env=env) for v in doc]
-            return [p[0] for p in pairs], _merge(p[1] for p in pairs)
+            items = [self.scrub_json(v, env=env) for v in doc]
+            return [p[0] for p in items], _merge(p[1] for p in items)
         if isinstance(doc, dict):
             pairs = {k: self.scrub_json(v, env=env) for k, v in doc.items()}
             return {k: p[0] for k, p in pairs.items()}, _merge(p[1] for p in pairs.values())
@@ -297,7 +299,7 @@ def content_words(facts: HostFacts, texts) -> frozenset:
     `cuda` or `i32`, a host called `gpu`. Cut as words, they would rewrite the code and IR
     (Scrubber.for_capture's `words`)."""
     names = {n for n in facts.hostnames | facts.users if n and len(n) >= _MIN_IDENTITY_LEN}
-    found = set()
+    found: set[str] = set()
     for data in texts:
         for name in names - found:
             raw = name.encode()

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Mapping
 
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
@@ -128,10 +129,10 @@ def dump_json(doc) -> bytes:
     return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _plain(d: dict, what: str) -> dict:
-    if not isinstance(d, dict):
+def _plain(d: object, what: str) -> dict:
+    if not isinstance(d, Mapping):
         raise UsageError(f"{what} must be a mapping, not {type(d).__name__}")
-    return json.loads(json.dumps(d, default=str))
+    return json.loads(json.dumps(dict(d), default=str))
 
 
 def parse_utc(text: str) -> int:
@@ -139,7 +140,7 @@ def parse_utc(text: str) -> int:
     t = text.strip().replace("Z", "+00:00")
     if "." in t:  # fromisoformat on 3.9/3.10 takes 3 or 6 fraction digits only
         head, _, rest = t.partition(".")
-        digits = re.match(r"\d*", rest).group(0)
+        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]
         t = head + rest[len(digits):]
     dt = datetime.fromisoformat(t)
     if dt.tzinfo is None:
@@ -438,7 +439,7 @@ def _write_tar(raw, pack: _Pack, scrubber: Scrubber, log: _Scrubbed) -> None:
     files = []
     with gzip.GzipFile(filename="", mode="wb", compresslevel=pack.level, fileobj=raw, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        tar.copybufsize = _COPY_BUFSIZE
+        setattr(tar, "copybufsize", _COPY_BUFSIZE)  # noqa: B010 - TarFile's own, not in its type stubs
 
         def add(rel: str, data: bytes, role: str | None) -> None:
             tar.addfile(_tarinfo(f"{name}/{rel}", epoch, len(data)), io.BytesIO(data))

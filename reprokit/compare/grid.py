@@ -271,7 +271,7 @@ class Grid:
                                      *self._support_shift(i), tuple((k, classes[k]) for k in CHANGES if classes[k])))
         return tuple(out)
 
-    def _support_shift(self, i: int) -> tuple:
+    def _support_shift(self, i: int) -> tuple[tuple, tuple]:
         fams: dict = {}
         for r in self.rows:
             if r.family:
@@ -334,7 +334,7 @@ def _cell(rs: ResultSet, case: CaseRecord | None) -> Cell:
     meta = case.metadata
     times = _times(case)
     tma = case.tma
-    ir = []
+    ir: list[tuple[str, str | None]] = []
     kept_as_hash = case.ir_sha256
     for lv in LEVELS:
         text = rs.normalised(case.id, lv)
@@ -346,7 +346,8 @@ def _cell(rs: ResultSet, case: CaseRecord | None) -> Cell:
             ir.append((lv, f"{RAW}{kept_as_hash[lv][:16]}" if kept_as_hash.get(lv) else None))
     return Cell(present=True, status=case.status, verdict=case.verdict, expect=case.expect,
                 met=case.met, tma=tuple((lv, tma[lv]) for lv in LEVELS if lv in tma),
-                **{k: meta.get(k) for k in RESOURCES}, fits=case.fits, ir=tuple(ir),
+                shared_bytes=meta.get("shared_bytes"), registers=meta.get("registers"),
+                spill_stores=meta.get("spill_stores"), spill_loads=meta.get("spill_loads"), fits=case.fits, ir=tuple(ir),
                 error=case.error, failing_pass=case.failing_pass,
                 gpu_status=case.gpu_status, correct=_correct(case),
                 time_s=times[0][1] if times else None, times=times,
@@ -500,7 +501,7 @@ def _judge(base: Cell, cell: Cell, base_rs: ResultSet, rs: ResultSet, case: str,
     labels = time_labels(time_rs, rs, case, opts, board) if base.present and cell.present else ()
     if any(j.moved for _, j in labels):  # only FASTER or SLOWER moves a time
         moved = moved + ("time",)
-    deltas = []
+    deltas: list = []
     for f in moved:
         # Ops are listed where both sides have IR: a case that did not compile on one side says
         # so in its status, not as every op removed.
@@ -594,7 +595,8 @@ def compare(items: Sequence, *, failed: Iterable[Column] = (), timing_options: t
                 time_rs, board = against[e.key]
                 cells.append(_judge(base, _cell(e, e.case(cid)), base_rs, e, cid, timing_options,
                                     time_rs=time_rs, board=board))
-        rows.append(Row(cid, *info[cid], tuple(cells)))
+        family, control = info[cid]
+        rows.append(Row(cid, family, control, tuple(cells)))
     columns = [e if isinstance(e, Column) else Column.of(e) for e in entries]
     columns = [columns[0]] + [_related(c, columns[0], against) for c in columns[1:]]
     return Grid(tuple(columns), tuple(rows))
