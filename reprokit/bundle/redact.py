@@ -213,8 +213,8 @@ class Scrubber:
         `keep`: words that are never treated as host or user names (profile keys, stack names,
         case ids), so that a host called `h100` does not blank the profile out of the results.
         `extra`: more secret values, by what they were (a traced command's `--api-key`).
-        `words`: host and user names that are also words of the bundle's IR or
-        reproducers (content_words): cut only where they name the host or user (`user@host`,
+        `words`: host and user names that are also words of the code (content_words): cut
+        only where they name the host or user (`user@host`,
         env.json's values), never as words, which would rewrite `import triton` or `@llvm.nvvm`.
         """
         environ = dict(environ or {})
@@ -293,21 +293,22 @@ def _longest_first(values) -> list:
     return sorted(values, key=lambda v: (-len(v), v))
 
 
-def content_words(facts: HostFacts, texts) -> frozenset:
-    """The host and user names of `facts` that stand as a word in one of `texts` (the bundle's
-    IR and reproducers, what the compiler and reprokit wrote, as bytes): a user called `triton`,
-    `cuda` or `i32`, a host called `gpu`. Cut as words, they would rewrite the code and IR
-    (Scrubber.for_capture's `words`)."""
+def content_words(facts: HostFacts, texts, vocabulary: frozenset = frozenset()) -> frozenset:
+    """The host and user names of `facts` that are also words of the code: one of `vocabulary`
+    (the words reprokit's own templates write: `triton`, `torch`, `cuda`), or standing as a word
+    in one of `texts` (the bundle's IR, as bytes: `i32`, `nvvm`, `f16`). Cut as words, they
+    would rewrite the code and IR (Scrubber.for_capture's `words`). A name that stands only in the
+    user's own text (a kernel's comment "# by amy") is the user's, and is cut as before."""
     names = {n for n in facts.hostnames | facts.users if n and len(n) >= _MIN_IDENTITY_LEN}
-    found: set[str] = set()
+    found = {n for n in names if n in vocabulary}
     for data in texts:
+        if found == names:
+            break
         for name in names - found:
             raw = name.encode()
             # a word apart from paths: /home/kowalski/src in an IR location names the user
             if raw in data and re.search(rb"(?<![A-Za-z0-9_/-])" + re.escape(raw) + rb"(?![A-Za-z0-9_/-])", data):
                 found.add(name)
-        if found == names:
-            break
     return frozenset(found)
 
 

@@ -26,7 +26,7 @@ from typing import Mapping
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, HostFacts, Outcome, Scrubber, content_words, recorded_homes
-from reprokit.bundle.templates import templates_sha256
+from reprokit.bundle.templates import template_words, templates_sha256
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
 from reprokit.harness.redact import MARKER, cut_values, redact_argv, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
@@ -233,13 +233,11 @@ def _triton_home(env) -> None:
                 group[key] = "<home>" + value[len(home):]
 
 
-def _code_texts(entries: list):
-    """The bytes of what the compiler and reprokit wrote (IR, reproducers), one file at a time:
-    where a host or user name that is also a word of the language shows it (`import triton` in
-    every reproducer, `i32` and `@llvm.nvvm` in the IR). Not the user's own files (kernels, a
-    trace's sources): a name that stands in those (`USER = "amy"`, `# by amy`) is the user's."""
+def _ir_texts(entries: list):
+    """The bytes of the bundle's IR, one file at a time: what the compiler wrote, where a host or
+    user name that is a word of its languages shows it (`i32`, `@llvm.nvvm`)."""
     for e in entries:
-        if e.role in ("ir", "reproducer") or e.path.endswith("/minimal.py"):
+        if e.role == "ir":
             try:
                 data = e.source.read_bytes()
             except OSError:
@@ -300,7 +298,7 @@ def write_bundle(capture_dir: Path, origin: Origin, options: BundleOptions | Non
     traced = _traced_secrets(capture_dir)
     secret_options = {**{v: o for o, v in traced}, **options.secret_options}
     facts = HostFacts.gather(env_raw, options.environ, (docs["results.json"],)) if share else None
-    words = content_words(facts, _code_texts(entries)) if facts else frozenset()
+    words = content_words(facts, _ir_texts(entries), template_words()) if facts else frozenset()
     scrubber = Scrubber.for_capture(env_raw, share=share, environ=options.environ,
                                     keep=_keep_words(plan_raw, stack, profile, executor), also=(docs["results.json"],),
                                     extra=secret_options, facts=facts, words=words)

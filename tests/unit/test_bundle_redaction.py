@@ -251,3 +251,24 @@ def test_a_user_named_like_a_word_of_the_code_leaves_the_code_intact(tmp_path, m
     # a name that is no word of the code is still cut as a word (the test above), and a bundle
     # without such a name says nothing of it
     assert "as_words" not in open_bundle(_share_bundle(tmp_path / "plain", monkeypatch, share=True)).manifest["share"]
+
+
+def test_a_user_name_in_the_users_own_comment_is_still_cut(tmp_path, monkeypatch):
+    """Only the words of the code's languages (reprokit's own templates, the IR) keep a name out
+    of the word rule: a kernel comment that names its user loses the name under --share."""
+    monkeypatch.setenv("USER", "kowalski")
+    monkeypatch.setenv("LOGNAME", "kowalski")
+    from reprokit.bundle.writer import write_bundle
+    from reprokit.options import BundleOptions
+    from tests.helpers.bundle_tools import ORIGIN
+    from tests.helpers.fake_capture import make_capture
+
+    cap = make_capture(tmp_path / "capture")
+    kernel = cap / "kernels" / "copy_block_ptr.py"
+    kernel.write_text("# tuned by kowalski\n" + kernel.read_text())
+    (cap / "cases/tensor_descriptor.p0/reproducer.py").write_text("# tuned by kowalski\nimport triton\n")
+    shared = write_bundle(cap, ORIGIN, BundleOptions(tmp_path / "bundles", share=True))
+    _, after = members(shared)
+    assert after["kernels/copy_block_ptr.py"].startswith(b"# tuned by <user>\n")
+    assert b"kowalski" not in after["cases/tensor_descriptor.p0/reproducer.py"]
+    assert "as_words" not in open_bundle(shared).manifest["share"]
