@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any, Iterable, Sequence
 
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
 
-def compiled(records) -> list:
+def compiled(records: Iterable[Any]) -> list[Any]:
     """The distinct `compiled` records, in the order first seen (one per cache key)."""
     out, seen = [], set()
     for r in records:
@@ -29,15 +30,15 @@ def compiled(records) -> list:
     return out
 
 
-def launches(records) -> dict:
+def launches(records: Iterable[Any]) -> dict[str, Any]:
     """cache key -> the `generated_launch` record of the compile Inductor launched."""
     return {r["key"]: r for r in records if r["type"] == "generated_launch" and r.get("key")}
 
 
-def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: tuple) -> list:
+def cases(records: Sequence[Any], taken: set[Any], triton: str | None, timeout_s: float, defaults: tuple[Any, ...]) -> list[Any]:
     """Plan cases of the generated kernels (ids not in `taken`)."""
     ran = launches(records)
-    counts: dict = {}  # cache key -> launches, summed over the program's processes
+    counts: dict[str, Any] = {}  # cache key -> launches, summed over the program's processes
     for r in records:
         if r["type"] == "generated_launches":
             for k, n in r["launches"].items():
@@ -46,7 +47,7 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
     for r in ran.values():
         if int(r.get("configs") or 0) > 1:
             tuned[((r.get("source") or {}).get("path"), r["kernel"])] = r
-    out: list = []
+    out: list[Any] = []
     per_kernel: dict[str, int] = {}
     for r in compiled(records):
         base = _SLUG.sub("-", r["kernel"].lower()).strip("-.") or "kernel"
@@ -89,7 +90,7 @@ def cases(records, taken: set, triton: str | None, timeout_s: float, defaults: t
     return out
 
 
-def seed(records, dest: Path) -> int:
+def seed(records: Sequence[Any], dest: Path) -> int:
     """Copy the program's own compiles (Triton cache entries, by key) that the plan's traced cases
     name into `dest`: the capture starts from them on the same release (harness.kinds.generated.seeded).
     Returns how many were copied; one the program's cache no longer holds is compiled again."""

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from reprokit.config import GpuProfile
 from reprokit.harness.redact import cut_values, redact_argv
@@ -21,11 +22,14 @@ from reprokit.options import GpuOptions
 from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan
 from reprokit.trace import generated
 
+if TYPE_CHECKING:  # the host's record of the program run; program imports no plan code
+    from reprokit.trace.program import ProgramRun
+
 SUITE = "trace"
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
 
-def case_ids(specs) -> dict:
+def case_ids(specs: Sequence[Any]) -> dict[int, str]:
     """spec number -> case id: `<kernel>.<k>`, k counting that kernel's specialisations in launch order."""
     ids: dict[int, str] = {}
     per_kernel: dict[str, int] = {}
@@ -38,7 +42,7 @@ def case_ids(specs) -> dict:
     return ids
 
 
-def chosen_configs(specs, autotune) -> dict:
+def chosen_configs(specs: Sequence[Any], autotune: Any) -> dict[int, bool]:
     """spec number -> True for the configs an autotuner let the program run with."""
     chosen = {}
     for ev in autotune:
@@ -56,7 +60,7 @@ def chosen_configs(specs, autotune) -> dict:
     return chosen
 
 
-def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: float = 300.0,
+def build(run: ProgramRun, profile: GpuProfile, stack: dict[str, Any] | None = None, *, timeout_s: float = 300.0,
           kernels: Path | None = None) -> Plan:
     """The plan for a ProgramRun's specialisations, in the order the program first launched them
     (compile-only: a trace's capture compiles what the program ran; a replay may run it on a GPU);
@@ -112,7 +116,7 @@ def build(run, profile: GpuProfile, stack: dict | None = None, *, timeout_s: flo
                       timeout_s=float(timeout_s), kernels=kernels)
 
 
-def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
+def summary(run: ProgramRun, argv: list[Any], interpret: bool, tensors: str) -> dict[str, Any]:
     """trace/trace.json: how the program ran and what the recorder saw, beside the plan. The
     values of secret-saying options (`--api-key VALUE`) are cut from the command and from the
     program's stderr; `redacted_options` names the options."""
@@ -142,7 +146,7 @@ def summary(run, argv: list, interpret: bool, tensors: str) -> dict:
     }
 
 
-def write_extras(run, trace_dir: Path, capture_dir: Path, summary_doc: dict) -> None:
+def write_extras(run: ProgramRun, trace_dir: Path, capture_dir: Path, summary_doc: dict[str, Any]) -> None:
     """Put trace.json, the programs' own module files and any kept tensors in the capture's trace/."""
     dest = capture_dir / "trace"
     (dest / "sources").mkdir(parents=True, exist_ok=True)
@@ -156,7 +160,7 @@ def write_extras(run, trace_dir: Path, capture_dir: Path, summary_doc: dict) -> 
         shutil.copytree(tensors, dest / "tensors")
 
 
-def what_leaves(run, capture_dir: Path, tensors: str, environ) -> list:
+def what_leaves(run: ProgramRun, capture_dir: Path, tensors: str, environ: Mapping[str, str]) -> list[str]:
     """One line each on what of the user's own goes into the bundle beside the kernels: the
     program's source files, the tensors kept (packed byte-exact, never scanned), and any tensor
     left out because a bundle reader would refuse it (reprokit/limits.py)."""

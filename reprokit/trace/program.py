@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from reprokit import proc
 from reprokit.errors import UsageError
@@ -30,8 +31,8 @@ TENSORS = ("none", "small", "all")
 class TraceOptions:
     """What one trace asks for: the command, the GPU profile (as a dict), where records go."""
 
-    argv: tuple
-    profile: dict
+    argv: tuple[Any, ...]
+    profile: dict[str, Any]
     interpret: bool
     tensors: str = "none"
     stdout_to_stderr: bool = False
@@ -43,14 +44,14 @@ class ProgramRun:
 
     exit_code: int
     seconds: float
-    records: tuple
+    records: tuple[Any, ...]
     stderr_tail: str
-    start: dict | None = None
-    specs: tuple = ()
-    autotune: tuple = ()
-    misses: tuple = ()
-    launched: frozenset = field(default_factory=frozenset)
-    processes: dict = field(default_factory=dict)
+    start: dict[str, Any] | None = None
+    specs: tuple[Any, ...] = ()
+    autotune: tuple[Any, ...] = ()
+    misses: tuple[Any, ...] = ()
+    launched: frozenset[Any] = field(default_factory=frozenset)
+    processes: dict[str, Any] = field(default_factory=dict)
     # torch.compile's caches in the traced run: "off" (reprokit turned them off, child_env) or
     # "as set" (the user's own TORCHINDUCTOR_FORCE_DISABLE_CACHES / TORCH_COMPILE_... stood)
     inductor_caches: str = "off"
@@ -69,12 +70,12 @@ class ProgramRun:
 INDUCTOR_CACHES = ("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCH_COMPILE_FORCE_DISABLE_CACHES")
 
 
-def users_caches(environ: dict) -> str | None:
+def users_caches(environ: dict[str, Any]) -> str | None:
     """`NAME=VALUE` of the user's own choice about torch.compile's caches, or None."""
     return next((f"{k}={environ[k]}" for k in INDUCTOR_CACHES if k in environ), None)
 
 
-def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
+def child_env(trace_dir: Path, options: TraceOptions, environ: dict[str, Any]) -> dict[str, Any]:
     """The program's environment: ours, with the recorder's bootstrap first on PYTHONPATH."""
     env = dict(environ)
     pkg_parent = str(Path(__file__).resolve().parents[2])
@@ -93,7 +94,7 @@ def child_env(trace_dir: Path, options: TraceOptions, environ: dict) -> dict:
     return env
 
 
-def resolve(argv: tuple) -> list:
+def resolve(argv: tuple[Any, ...]) -> list[Any]:
     """The command with its program found on PATH (one clear line when it is not there)."""
     if not argv:
         raise UsageError("trace: name the program after --, e.g. reprokit trace -- python script.py")
@@ -103,7 +104,7 @@ def resolve(argv: tuple) -> list:
     return [argv[0], *argv[1:]]
 
 
-def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
+def run(options: TraceOptions, trace_dir: Path, environ: dict[str, Any]) -> ProgramRun:
     """Run the program to its end, then parse its records.
 
     The program runs in a session of its own under reprokit's lifeline (reprokit/proc.py): when
@@ -114,7 +115,7 @@ def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
     trace_dir = trace_dir.absolute()
     trace_dir.mkdir(parents=True, exist_ok=True)
     env = child_env(trace_dir, options, environ)
-    tail: list = []
+    tail: list[Any] = []
     t0 = time.perf_counter()
     try:
         with proc.session(argv, env=env, stderr=subprocess.PIPE, text=True, errors="replace",
@@ -132,7 +133,7 @@ def run(options: TraceOptions, trace_dir: Path, environ: dict) -> ProgramRun:
     return replace(ran, inductor_caches=f"as set ({chosen})" if chosen else "off")
 
 
-def _pump(stream, tail: list) -> None:
+def _pump(stream: Any, tail: list[Any]) -> None:
     """Pass the program's stderr through, keeping its last 60 lines."""
     for line in stream:
         sys.stderr.write(line)
@@ -142,8 +143,8 @@ def _pump(stream, tail: list) -> None:
     sys.stderr.flush()
 
 
-def _read(path: Path) -> list:
-    out: list = []
+def _read(path: Path) -> list[Any]:
+    out: list[Any] = []
     try:
         text = path.read_text()
     except FileNotFoundError:  # a process killed between making its folder and its first record
@@ -161,10 +162,10 @@ class _Process:
     """One recording process's folder (inprogram/recorder.py: p<pid>-<hex>/) and its records."""
 
     folder: Path
-    records: list
+    records: list[Any]
 
     @property
-    def start(self) -> dict:
+    def start(self) -> dict[str, Any]:
         return next(r for r in self.records if r["type"] == "start")
 
     def content(self) -> str:
@@ -173,7 +174,7 @@ class _Process:
                            if r["type"] == "spec"], sort_keys=True, default=str)
 
 
-def _processes(trace_dir: Path, root_pid: int | None) -> list:
+def _processes(trace_dir: Path, root_pid: int | None) -> list[Any]:
     """The recording processes in the order the merge numbers them: the program reprokit started
     first, then the others by what they recorded (so that workers the scheduler ran in another
     order merge alike), and by when they started where they recorded the same."""
@@ -190,16 +191,16 @@ def _processes(trace_dir: Path, root_pid: int | None) -> list:
 _SUFFIX = re.compile(r"-\d+(?=\.py$)")
 
 
-def _place_kernels(procs: list, dest: Path) -> list:
+def _place_kernels(procs: list[Any], dest: Path) -> list[Any]:
     """Each process's kernel files under one folder: a file two processes extracted alike is kept
     once, and two kernels of one name with different text are told apart (`-2`) in the merge's
     order; the spec records name the file where it now is. The program's own modules that the
     kernels import keep their names (the first process's copy). Returns the records, renamed."""
     dest.mkdir(parents=True, exist_ok=True)
-    texts: dict = {}  # final name -> bytes
+    texts: dict[str, Any] = {}  # final name -> bytes
     out = []
     for one in procs:
-        named: dict = {}
+        named: dict[str, Any] = {}
         specs = [r for r in one.records if r["type"] == "spec"]
         for name in dict.fromkeys(r["file"] for r in specs):
             data = (one.folder / "kernels" / name).read_bytes()
@@ -225,20 +226,20 @@ def _place_kernels(procs: list, dest: Path) -> list:
     return out
 
 
-def merge(per_process: list) -> list:
+def merge(per_process: list[Any]) -> list[Any]:
     """One list of records from each process's, in the order given (_processes): the
     specialisations numbered anew in that order, one that several processes launched kept once
     (same kernel file, same specialisation) with the first process's tensors, and each
     process's later records following its own numbers."""
-    merged: list = []
-    known: dict = {}
-    calls: dict = {}
-    kept: set = set()
+    merged: list[Any] = []
+    known: dict[tuple[str, str], int] = {}
+    calls: dict[tuple[int, Any], int] = {}
+    kept: set[Any] = set()
     n = 0
     for i, records in enumerate(per_process):
-        local = {}
+        local: dict[int, int] = {}
 
-        def call_id(c, i=i):  # an autotuner call, numbered anew across processes
+        def call_id(c: Any, i: int = i) -> int:  # an autotuner call, numbered anew across processes
             return calls.setdefault((i, c), len(calls) + 1)
 
         for r in records:
@@ -270,7 +271,7 @@ def merge(per_process: list) -> list:
                 merged.append(r)
     ends = [r for r in merged if r["type"] == "end"]
     if len(ends) > 1:  # launches summed over the processes
-        total: dict = {}
+        total: dict[str, Any] = {}
         for e in ends:
             for k, v in e["launches"].items():
                 total[k] = total.get(k, 0) + v
