@@ -213,9 +213,9 @@ class Scrubber:
         `keep`: words that are never treated as host or user names (profile keys, stack names,
         case ids), so that a host called `h100` does not blank the profile out of the results.
         `extra`: more secret values, by what they were (a traced command's `--api-key`).
-        `words`: host and user names that are also words of the code (content_words): cut
-        only where they name the host or user (`user@host`,
-        env.json's values), never as words, which would rewrite `import triton` or `@llvm.nvvm`.
+        `words`: host and user names that are also words of the code (content_words): cut only
+        where they name the host or user (`user@host`, env.json's values), never as words, which
+        would rewrite `import triton` or `@llvm.nvvm`.
         """
         environ = dict(environ or {})
         needles: dict[bytes, set[str]] = {}
