@@ -94,7 +94,7 @@ def _edited(src: str, modules: dict, rename: dict) -> str:
 
 def _without_comments(src: str) -> str:
     """`src` less its comments: a line that held only a comment goes, a trailing one is cut."""
-    lines = src.splitlines(keepends=True)
+    lines = io.StringIO(src).readlines()  # lines as tokenize counts them (\n only, not str.splitlines' \x0c)
     cuts = {}
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type == tokenize.COMMENT:
