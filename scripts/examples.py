@@ -159,34 +159,30 @@ def remake(ex: Example) -> Path:
         argv = [a.replace("{out}", tmp) for a in ex.argv]
         print(f"examples: {ex.name}: reprokit {' '.join(argv)}", flush=True)
         subprocess.run([*_reprokit(), *argv], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-        made = sorted(Path(tmp).glob(ex.made))
-        if len(made) != 1:
-            raise SystemExit(f"examples: {ex.name}: the command wrote {len(made)} bundles matching {ex.made}")
-        subprocess.run([*_reprokit(), "verify", str(made[0])], check=True, stdout=subprocess.DEVNULL)
-        return _put(made[0], ex.path)
+        return _put(ex, Path(tmp), ex.made)
 
 
 def remake_gpu(ex: Example) -> Path:
-    """On a GPU host: run the example's device command with OUT a scratch folder, then verify the
-    one bundle it wrote and put it in place (as remake)."""
+    """On a GPU host: run the example's device command with OUT a scratch folder, then put the
+    one bundle it wrote in place as remake() does."""
     with tempfile.TemporaryDirectory(prefix="reprokit-examples-") as tmp:
         print(f"examples: {ex.name}: {ex.device}", flush=True)
         subprocess.run(["bash", "-c", ex.device], check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
                        env={**os.environ, "OUT": tmp})
-        made = sorted(Path(tmp).glob("*.tgz"))
-        if len(made) != 1:
-            raise SystemExit(f"examples: {ex.name}: the command wrote {len(made)} bundles")
-        rk = ROOT / ".reprokit" / "host-local" / "bin" / "reprokit"
-        subprocess.run([str(rk), "verify", str(made[0])], check=True, stdout=subprocess.DEVNULL)
-        return _put(made[0], ex.path)
+        return _put(ex, Path(tmp), "*.tgz")
 
 
-def _put(made: Path, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f".{path.name}.partial")
-    shutil.copyfile(made, part)
-    os.replace(part, path)
-    return path
+def _put(ex: Example, folder: Path, pattern: str) -> Path:
+    """The one bundle matching `pattern` in `folder`, verified, then in place at ex.path."""
+    made = sorted(folder.glob(pattern))
+    if len(made) != 1:
+        raise SystemExit(f"examples: {ex.name}: the command wrote {len(made)} bundles matching {pattern}")
+    subprocess.run([*_reprokit(), "verify", str(made[0])], check=True, stdout=subprocess.DEVNULL)
+    ex.path.parent.mkdir(parents=True, exist_ok=True)
+    part = ex.path.with_name(f".{ex.path.name}.partial")
+    shutil.copyfile(made[0], part)
+    os.replace(part, ex.path)
+    return ex.path
 
 
 def main(argv: list[str] | None = None) -> int:
