@@ -560,8 +560,9 @@ def extract(path: Path, dest: Path, limits: Limits | None = None) -> Path:
         problems = _check_contents(scan)[2]
         if problems:
             raise BundleInvalid(f"{path}: not a valid bundle: {problems[0]}", problems)
-        final = dest / _root_of(scan)
+        root = _root_of(scan)
+        final = dest / root
         if final.exists():
             raise OutputExists(f"{final} already exists; remove it or extract elsewhere")
-        os.rename(work / final.name, final)
+        os.rename(work / root, final)
         return final
