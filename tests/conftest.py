@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.config import load_config
 from reprokit.errors import ExecutorError
+from reprokit.run.capture import capture
 from reprokit.suite import build_plan
 from tests.helpers.runs import host, planned
 

@@ -3,7 +3,7 @@ ones listed, not that the listed verdicts follow from them.
 
 plan.json and results.json must name the same cases (each once, with the same family, control
 and expectation), and every recorded TMA count, op count, verdict and `met` must be what the
-oracle (reprokit.harness.oracle, the very code the harness ran) gives again on the bundle's
+oracle (reprokit.common.oracle, the very code the harness ran) gives again on the bundle's
 own IR. A results.json edited after the run, with its manifest and sums recomputed, fails here.
 
 The harness's oracle gives each verdict once, where the case ran; this is the one check of it,
@@ -12,7 +12,7 @@ made on every read of a bundle (reprokit.bundle.reader). The writer packs the ve
 
 from __future__ import annotations
 
-from reprokit.harness import oracle
+from reprokit.common import oracle
 from reprokit.records import CaseRecord, Results
 
 _SUFFIX = {f".{lv}": lv for lv in oracle.LEVELS}

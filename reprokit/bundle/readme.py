@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from reprokit.harness.rows import case_cells
+from reprokit.common.rows import case_cells
 
 ROW_COLUMNS = ("id", "family", "control", "expect", "verdict", "met", "status", "tma", "reason")
 

@@ -1,6 +1,6 @@
 """Scrubbing the bytes that go into a bundle: secret values always, host identity in share mode.
 
-What counts as secret is decided by reprokit.harness.redact (shared with the in-stack snapshot).
+What counts as secret is decided by reprokit.common.redact (shared with the in-stack snapshot).
 Here we turn it into needles: the values of secret-looking variables, taken from the host's
 environment and from env.json, are cut out of every file, whatever its name or type. Secret
 *shapes* (private keys, URL passwords, token formats) are searched in the files where text from
@@ -21,7 +21,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from reprokit.harness.redact import MARKER, SECRET_VALUE_PATTERNS, is_secret_name, looks_secret_value
+from reprokit.common.redact import MARKER, SECRET_VALUE_PATTERNS, is_secret_name, looks_secret_value
 
 SHARE_CLASSES = ("hostname", "user", "home", "gpu-uuid", "gpu-serial")
 _PLACEHOLDER = {"hostname": "<host>", "user": "<user>", "home": "<home>", "gpu-uuid": "<gpu-uuid>",

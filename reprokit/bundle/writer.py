@@ -27,8 +27,8 @@ from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, HostFacts, Outcome, Scrubber, content_words, recorded_homes
 from reprokit.bundle.templates import template_words, templates_sha256
+from reprokit.common.redact import MARKER, cut_values, redact_argv, redact_env
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
-from reprokit.harness.redact import MARKER, cut_values, redact_argv, redact_env
 from reprokit.options import COMPRESS_LEVEL, BundleOptions, Origin  # noqa: F401 (COMPRESS_LEVEL: benchmarks)
 
 FORMAT = 1

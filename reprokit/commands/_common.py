@@ -20,12 +20,12 @@ from reprokit.commands.argtypes import (
     positive_int,
     positive_seconds,
 )
+from reprokit.common.oracle import LEVELS
+from reprokit.common.rows import case_cells
 from reprokit.compare.timing import DEFAULT as TIMING
 from reprokit.compare.timing import TimingOptions
 from reprokit.errors import ExecutorError, HarnessError
 from reprokit.gpu import choose_gpu
-from reprokit.harness.oracle import LEVELS
-from reprokit.harness.rows import case_cells
 from reprokit.options import Listener, RunOptions
 
 EXECUTORS = ("auto", "docker", "venv", "local")

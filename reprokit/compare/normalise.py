@@ -16,7 +16,7 @@ import hashlib
 import re
 from collections import Counter
 
-from reprokit.harness.oracle import LEVELS
+from reprokit.common.oracle import LEVELS
 
 __all__ = ["LEVELS", "ir_hash", "normalise", "ops"]
 

@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprokit.common import files
 from reprokit.errors import FileSystemError, UsageError
-from reprokit.harness import write_json as harness_write_json
 
 FORMAT = 1
 FILE = "fleet.json"
@@ -90,9 +90,9 @@ class Fleet:
 
 
 def write_json(path: Path, data) -> None:
-    """Whole or not at all (the harness's one JSON writer): a reader on another node never sees half."""
+    """Whole or not at all (reprokit.common.files, the one JSON writer): a reader on another node never sees half."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    harness_write_json(str(path), data)
+    files.write_json(str(path), data)
 
 
 def save(fleet: Fleet) -> None:

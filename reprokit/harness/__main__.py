@@ -10,7 +10,8 @@ import signal
 import sys
 import time
 
-from reprokit.harness import PLAN_FORMAT, write_json
+from reprokit.common.files import write_json
+from reprokit.harness import PLAN_FORMAT
 
 
 def _stop(signum, frame):

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 
-from reprokit.harness import write_json
+from reprokit.common.files import write_json
 from reprokit.harness.kinds import callcase, callgpu, cudacpp, generated, inductor, launch, triton_case
 from reprokit.harness.toolbox import cubin_digest, one_line
 

@@ -11,7 +11,8 @@ import socket
 import sys
 import time
 
-from reprokit.harness import FORMAT, elf, nvml, redact
+from reprokit.common import redact
+from reprokit.harness import FORMAT, elf, nvml
 from reprokit.harness.toolbox import tool_path, tool_version
 
 ENV_PREFIXES = ("TRITON_", "MLIR_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "NCCL_")

@@ -31,7 +31,8 @@ import os
 import pprint
 import re
 
-from reprokit.harness import minimal, oracle, reprolaunch, toolbox
+from reprokit.common import oracle
+from reprokit.harness import minimal, reprolaunch, toolbox
 from reprokit.harness.kinds import callcase
 from reprokit.harness.reprolaunch import inline as _inline
 

@@ -20,7 +20,8 @@ import pprint
 import re
 import tokenize
 
-from reprokit.harness import call, standin, stats, tmafill
+from reprokit.common import shapes
+from reprokit.harness import call, stats, tmafill
 from reprokit.harness.kinds import callgpu, launch
 
 
@@ -177,10 +178,10 @@ def script(spec_kind: str) -> str:
                   _constants(tmafill, "DESC_BYTES"),
                   inline(tmafill.Rebuild, tmafill.plan, tmafill.numel, tmafill.release_fill, tmafill.rebuild,
                          tmafill.write, tmafill.unfilled),
-                  inline(standin.contiguous_strides, callgpu.make_tensor_factory, callgpu._random, callgpu._tensors,
+                  inline(shapes.contiguous_strides, callgpu.make_tensor_factory, callgpu._random, callgpu._tensors,
                          callgpu._same_views, callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
                          callgpu._source, callgpu.launch_and_check, callgpu.compare_outputs, callgpu.compare_output,
-                         callgpu.probe_error, modules=(call, standin, stats, tmafill))]
+                         callgpu.probe_error, modules=(call, shapes, stats, tmafill))]
     return _HEAD + "\n\n\n".join(parts) + "\n\n\n" + _CODE
 
 

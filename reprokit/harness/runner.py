@@ -24,7 +24,9 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from reprokit.harness import FORMAT, compat, oracle, reproducer, rows, write_json
+from reprokit.common import oracle, rows
+from reprokit.common.files import write_json
+from reprokit.harness import FORMAT, compat, reproducer
 from reprokit.harness import case as case_mod
 from reprokit.harness.kinds import callcase, generated
 from reprokit.harness.toolbox import load_module

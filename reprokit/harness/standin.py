@@ -29,6 +29,8 @@ from __future__ import annotations
 import sys
 import types
 
+from reprokit.common.shapes import contiguous_strides
+
 # The largest power of two up to 16 that divides a pointer is all the JIT reads from it: a base
 # address far from zero keeps stand-in pointers plausible (and never null).
 _BASE_PTR = 1 << 32
@@ -100,15 +102,6 @@ class device:  # torch's spelling
 
     def __hash__(self) -> int:
         return hash(str(self))
-
-
-def contiguous_strides(shape) -> tuple:
-    strides: list = []
-    acc = 1
-    for n in reversed(list(shape)):
-        strides.insert(0, acc)
-        acc *= max(int(n), 1)
-    return tuple(strides)
 
 
 class Tensor:

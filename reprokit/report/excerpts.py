@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from reprokit.harness.oracle import op_lines
+from reprokit.common.oracle import op_lines
 
 # Levels a report shows: the layout decision (TTGIR), the last text the compiler wrote (PTX) and
 # what the hardware runs (SASS). TTIR and LLVM IR add length, rarely insight.

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprokit import locks
+from reprokit.common.redact import cut_values, redact_argv
 from reprokit.config import Stack
 from reprokit.errors import FileSystemError, UsageError
 from reprokit.executors.local import LocalExecutor
-from reprokit.harness.redact import cut_values, redact_argv
 from reprokit.options import SILENT, BundleOptions, GpuOptions, HostEnv, Listener, RunOptions
 from reprokit.records import Results
 from reprokit.run.capture import capture

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import json
 
-from reprokit.harness.standin import contiguous_strides
+from reprokit.common.shapes import contiguous_strides
 
 
 def encode(value):

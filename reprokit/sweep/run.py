@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import locks
+from reprokit.common.files import write_json
 from reprokit.config import Config, GpuProfile, Stack
 from reprokit.errors import (
     FileSystemError,
@@ -30,7 +31,6 @@ from reprokit.errors import (
     UsageError,
 )
 from reprokit.executors import Executor
-from reprokit.harness import write_json
 from reprokit.options import SILENT, BundleOptions, GpuOptions, Listener, Origin, RunOptions
 from reprokit.plan import Plan
 from reprokit.records import parse_results

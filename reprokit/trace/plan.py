@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from reprokit.common.redact import cut_values, redact_argv
 from reprokit.config import GpuProfile
-from reprokit.harness.redact import cut_values, redact_argv
 from reprokit.limits import mib, tensor_caps
 from reprokit.options import GpuOptions
 from reprokit.plan import DEFAULT_STAGES, DEFAULT_WARPS, Plan

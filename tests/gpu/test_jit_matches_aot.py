@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("triton", reason="the GPU tier needs triton and torch beside reprokit")
 pytest.importorskip("torch", reason="the GPU tier needs triton and torch beside reprokit")
 
-from reprokit.harness import compat, oracle  # noqa: E402  (imports triton)
+from reprokit.common import oracle
+from reprokit.harness import compat  # noqa: E402  (imports triton)
 from reprokit.harness.toolbox import disassemble, load_kernel  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -9,7 +9,7 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-from reprokit.harness import oracle
+from reprokit.common import oracle
 
 PROFILE_H100 = {"key": "h100", "name": "NVIDIA H100 80GB HBM3", "capability": 90, "arch": "sm_90",
                 "sm_count": 132, "smem_per_block": 232448, "mem_bandwidth_gbs": 3350, "fp16_tflops": 989.4}

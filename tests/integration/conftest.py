@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.config import defaults_root
+from reprokit.run.capture import capture
 from tests.helpers.runs import host, planned
 
 BASE_IMAGE = os.environ.get("REPROKIT_BASE_IMAGE") or "reprokit-base:bookworm"

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.errors import HarnessError
 from reprokit.executors import RunResult
 from reprokit.executors.local import LocalExecutor
+from reprokit.run.capture import capture
 from reprokit.suite import build_plan
 from tests.conftest import by_id
 from tests.helpers.runs import host, planned

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError
+from reprokit.run.capture import capture
 from tests.helpers.runs import host, planned
 
 BROKEN = """ARG BASE_IMAGE

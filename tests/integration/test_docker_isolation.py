@@ -11,8 +11,8 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from reprokit.run.capture import capture
 from reprokit.errors import ExecutorError, HarnessError
+from reprokit.run.capture import capture
 from reprokit.suite import build_plan, kernels_dir
 from tests.helpers.runs import host, planned
 

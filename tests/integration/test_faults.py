@@ -16,8 +16,8 @@ import pytest
 
 from reprokit.bundle.reader import extract, verify
 from reprokit.errors import FileSystemError
-from tests.helpers.faults import Watched, half_done, wait_for
 from tests.helpers.fake_capture import make_capture
+from tests.helpers.faults import Watched, half_done, wait_for
 
 pytestmark = pytest.mark.triton
 STACK = "triton-3.6-cu130"

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.executors.local import LocalExecutor
+from reprokit.run.capture import capture
 from reprokit.suite import build_plan, kernels_dir
 from tests.conftest import by_id
 from tests.helpers.runs import host, planned

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.errors import ExecutorError
 from reprokit.executors.venv import VenvExecutor
+from reprokit.run.capture import capture
 from tests.conftest import by_id, skip_or_fail_triton
 from tests.helpers.runs import host, planned
 

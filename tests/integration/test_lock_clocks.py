@@ -11,9 +11,9 @@ def test_lock_clocks_that_nvml_refuses_stops_the_harness_before_anything_runs(st
                                                                               config, tmp_path):
     """No NVML in the stack (a compile-only venv) or no driver: the lock cannot be taken, and the
     run stops in one line instead of measuring at clocks the user did not ask for."""
-    from reprokit.run.capture import capture
     from reprokit.errors import HarnessError
     from reprokit.options import GpuOptions
+    from reprokit.run.capture import capture
     from reprokit.suite import build_plan
 
     stack = stack_ready("triton-3.6-cu130")

@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-
 pytestmark = pytest.mark.triton
 
 STACK = "triton-3.6-cu130"

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from reprokit.run.capture import capture
 from reprokit.executors.local import LocalExecutor
 from reprokit.options import HostEnv
+from reprokit.run.capture import capture
 from reprokit.suite import build_plan
 from tests.conftest import by_id
 from tests.helpers.runs import host, planned

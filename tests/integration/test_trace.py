@@ -111,7 +111,7 @@ sys.path[:0] = [sys.argv[2], sys.argv[3]]
 import triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from reprokit.harness import oracle
+from reprokit.common import oracle
 import trace_kernels as K
 cases = json.loads(open(sys.argv[1]).read())
 out = {}

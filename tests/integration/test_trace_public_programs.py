@@ -147,7 +147,7 @@ sys.path.insert(0, sys.argv[3])
 import triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from reprokit.harness import oracle
+from reprokit.common import oracle
 
 def jit_only(path, tmp):
     # the program's imports and @triton.jit functions, autotune dropped: never its script part

@@ -240,8 +240,8 @@ def test_corrupt_or_missing_recorded_tensors_are_one_line(traced, tmp_path):
 
     # on the host, before anything runs: a bundle whose kept tensors are truncated or missing
     from reprokit.bundle.reader import open_bundle
-    from reprokit.run.replay import write_tensors
     from reprokit.plan import Plan
+    from reprokit.run.replay import write_tensors
 
     for what in ("truncated", "missing"):
         cap = tmp_path / what

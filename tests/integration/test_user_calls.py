@@ -187,7 +187,8 @@ HAND = {
 _HAND_SCRIPT = """
 import json, sys
 sys.path.insert(0, {root!r})
-from reprokit.harness import compat, oracle, standin
+from reprokit.common import oracle
+from reprokit.harness import compat, standin
 standin.ensure_torch(); standin.ensure_numpy()
 standin.install_driver({{"capability": 90, "sm_count": 132, "smem_per_block": 232448}})
 import triton, triton.language as tl

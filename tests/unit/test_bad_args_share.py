@@ -19,8 +19,8 @@ import pytest
 from reprokit import limits
 from reprokit.bundle import reader, tensorfile
 from reprokit.bundle.reader import open_bundle, verify
+from reprokit.common.redact import MARKER, cut_values, is_secret_option, redact_argv
 from reprokit.errors import BundleInvalid
-from reprokit.harness.redact import MARKER, cut_values, is_secret_option, redact_argv
 from reprokit.run.replay import write_tensors
 from tests.helpers.bundle_tools import edit_json, make_bundle, reseal
 

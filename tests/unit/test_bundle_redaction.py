@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from reprokit.bundle.reader import open_bundle, verify
-from reprokit.harness.redact import MARKER, is_secret_name, looks_secret_value, redact_env
+from reprokit.common.redact import MARKER, is_secret_name, looks_secret_value, redact_env
 from tests.helpers.bundle_tools import decompressed, make_bundle, members
 
 PEM_BODY = ["MIIEowIBAAKCAQEAvq3yTn8QpFakeKeyMaterialLine1AbCdEfGhIjKlMnOpQr",

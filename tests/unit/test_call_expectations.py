@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from reprokit.harness import oracle, standin
+from reprokit.common import oracle
+from reprokit.harness import standin
 
 SASS = """
         /*0140*/                   UTMALDG.2D [UR8], [UR4] ;

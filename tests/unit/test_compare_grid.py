@@ -171,8 +171,8 @@ def test_what_moved_is_classed_verdict_then_metric_then_ir():
 
 
 def test_a_moved_metric_carries_its_numbers_and_sets_the_exit():
-    from reprokit.compare.grid import Cell, Column, Grid, Row, moved_summary, _metric_deltas, OpDelta
-    from reprokit.compare.render import change_lines, cell_text
+    from reprokit.compare.grid import Cell, Column, Grid, OpDelta, Row, _metric_deltas, moved_summary
+    from reprokit.compare.render import cell_text, change_lines
 
     base = Cell(True, "ok", "tma", "tma", True, (("ptx", 2), ("sass", 2)), shared_bytes=1024, registers=127)
     after = Cell(True, "ok", "tma", "tma", True, (("ptx", 2), ("sass", 3)), shared_bytes=1152, registers=94)

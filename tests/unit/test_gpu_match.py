@@ -134,8 +134,8 @@ def test_a_bundle_says_it_ran_on_another_gpu(tmp_path, cfg):
 
 
 def test_the_host_resets_clocks_a_killed_harness_left_locked(cfg, monkeypatch):
-    from reprokit.run.execute import reset_locked_clocks
     from reprokit.options import GpuOptions
+    from reprokit.run.execute import reset_locked_clocks
     from tests.unit.test_nvml import IDLE, fake_pynvml
 
     calls = []

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from reprokit.bundle.schemas import problems
 from reprokit.config import load_config
 from reprokit.harness import bench, stats
 from reprokit.harness.kinds import launch
-from reprokit.bundle.schemas import problems
 from reprokit.suite import build_plan
 
 OOR = ("out of resource: shared memory, Required: 262176, Hardware limit: 232448. "

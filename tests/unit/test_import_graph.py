@@ -4,12 +4,15 @@ level or inside a function):
 - no circle among modules;
 - no function-local import of a reprokit module unless a comment on its line, or on the line
   above, says why (an optional dependency, a process of its own, a verb loaded only when run);
-- the bundle writer, and its atomic publish, are imported only by the spine (reprokit/run/).
+- the bundle writer, and its atomic publish, are imported only by the spine (reprokit/run/);
+- reprokit/common/ imports only the standard library and itself, in Python 3.9's grammar, and the
+  in-stack harness imports nothing of reprokit but itself and common/.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reprokit"
@@ -97,6 +100,33 @@ def test_only_the_spine_reaches_the_bundle_writer():
     # The atomic put-in-place of a capture folder is the spine's own.
     defined = [m for m, p in MODULES.items() if "def _put_in_place" in p.read_text() or "RENAME_EXCHANGE" in p.read_text()]
     assert defined == ["reprokit.run.capture"]
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every module an import statement names (top-level package for absolute imports)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.add(node.module or "")
+    return names
+
+
+def test_common_is_standard_library_only_and_the_harness_imports_nothing_of_the_host():
+    common = {m: p for m, p in MODULES.items() if m.startswith("reprokit.common")}
+    assert {"reprokit.common.files", "reprokit.common.oracle", "reprokit.common.redact"} <= set(common)
+    outside = []
+    for m, p in common.items():
+        ast.parse(p.read_text(), feature_version=(3, 9))  # the harness runs them on Python 3.9
+        for name in _all_imports(p):
+            top = name.split(".")[0]
+            if not (name.startswith("reprokit.common") or top in sys.stdlib_module_names or name == "__future__"):
+                outside.append(f"{m}: {name}")
+    assert outside == []
+    host = sorted(f"{m} -> {t}" for m, imps in GRAPH.items() if m.startswith("reprokit.harness")
+                  for t, _, _ in imps if t != "reprokit" and not t.startswith(("reprokit.harness", "reprokit.common")))
+    assert host == []  # (the package itself, reprokit/__init__.py, is its version string alone)
 
 
 def test_the_graph_is_read_at_all():

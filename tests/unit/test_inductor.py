@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.harness import oracle
+from reprokit.common import oracle
 from reprokit.harness.kinds import inductor
 
 DATA = Path(__file__).parent / "data"

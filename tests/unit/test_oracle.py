@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.harness import oracle
+from reprokit.common import oracle
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.common import oracle
 from reprokit.config import load_config
-from reprokit.harness import oracle
 from reprokit.harness.minimal import minimal_source
 from reprokit.harness.reproducer import Reproducers, form_for_version, reproducer_source
 from reprokit.suite import build_plan

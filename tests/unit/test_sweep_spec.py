@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from reprokit.records import Results
-
 from reprokit.bundle import schemas
 from reprokit.errors import ConfigError, UsageError
-from reprokit.sweep import answers, spec as S
+from reprokit.records import Results
+from reprokit.sweep import answers
+from reprokit.sweep import spec as S
 
 SPEC = """
 [sweep]

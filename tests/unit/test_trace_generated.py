@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from reprokit.harness import oracle
+from reprokit.common import oracle
 from reprokit.harness.toolbox import ttir_digest
 from reprokit.plan import Plan
 from reprokit.records import CaseRecord

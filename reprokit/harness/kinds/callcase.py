@@ -159,7 +159,7 @@ def compile_case(case: dict, plan: dict, case_dir: str, prepared: Prepared) -> d
     expect = case.get("expect") or ""
     if expect.startswith("sass:") and "sass" in rec["artifacts"]:  # the oracle judges from the count
         # loaded where a call case compiles, in its own process (triton_case imports Triton).
-        from reprokit.harness.oracle import sass_op_count
+        from reprokit.common.oracle import sass_op_count
 
         with open(os.path.join(case_dir, rec["artifacts"]["sass"]), errors="replace") as f:
             rec["expect_seen"] = {expect: sass_op_count(expect[5:], f.read())}

@@ -21,7 +21,8 @@ import pickle
 import traceback
 import zipfile
 
-from reprokit.harness import call, standin, stats, tmafill
+from reprokit.common import shapes
+from reprokit.harness import call, stats, tmafill
 from reprokit.harness.kinds import callcase
 
 SEED = 0
@@ -38,7 +39,7 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
     def make(spec: dict):
         dt = getattr(torch, spec.get("dtype", "float32"))
         shape = [int(n) for n in spec["tensor"]]
-        strides = [int(s) for s in spec.get("strides") or standin.contiguous_strides(shape)]
+        strides = [int(s) for s in spec.get("strides") or shapes.contiguous_strides(shape)]
         align = int(spec.get("align", 16))
         item = torch.empty((), dtype=dt).element_size()
         span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
@@ -70,7 +71,7 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
             dt = getattr(torch, spec.get("dtype", "float32"))
             item = torch.empty((), dtype=dt).element_size()
             shape = [int(n) for n in spec["tensor"]]
-            strides = [int(s) for s in spec.get("strides") or standin.contiguous_strides(shape)]
+            strides = [int(s) for s in spec.get("strides") or shapes.contiguous_strides(shape)]
             span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
             at = start + int(group["at"][name])
             view = raw[at:at + span * item].view(dt)

@@ -19,7 +19,8 @@ import subprocess
 import sys
 import time
 
-from reprokit.harness import elf, oracle
+from reprokit.common import oracle
+from reprokit.harness import elf
 from reprokit.harness.toolbox import add_sass, tool_version
 
 NVCC_TIMEOUT_S = 300

@@ -25,7 +25,7 @@ import shutil
 import sys
 import time
 
-from reprokit.harness import oracle
+from reprokit.common import oracle
 from reprokit.harness.toolbox import disassemble, load_kernel
 
 MODE = "max-autotune"

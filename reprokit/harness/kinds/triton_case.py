@@ -14,7 +14,8 @@ import tempfile
 import time
 import traceback
 
-from reprokit.harness import compat, oracle
+from reprokit.common import oracle
+from reprokit.harness import compat
 from reprokit.harness.toolbox import add_sass, load_kernel, one_line, tool_version
 
 # Triton's asm keys, in pipeline order, and the file suffix each is written under.

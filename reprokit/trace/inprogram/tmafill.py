@@ -24,7 +24,7 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from reprokit.harness.standin import contiguous_strides
+from reprokit.common.shapes import contiguous_strides
 
 DESC_BYTES = 128
 _KEEP = 4096  # fills remembered for matching (a program fills a few per launch)

@@ -10,7 +10,6 @@ experimental descriptor ops (docs/trace.md). Usage: experimental_tma_persistent.
 
 import sys
 
-
 import numpy as np
 import torch
 import triton

@@ -9,9 +9,8 @@ import sys
 
 os.environ["TRITON_INTERPRET"] = "0"  # as generated_kernels.py: the real JIT, for triton.compile
 
-from torch._inductor.compile_worker.subproc_pool import SubprocPool  # noqa: E402
-
 import generated_kernels  # noqa: E402 - beside this file: the workers import it by that name
+from torch._inductor.compile_worker.subproc_pool import SubprocPool  # noqa: E402
 
 
 def main() -> int:

@@ -3,7 +3,7 @@ the bundle README and `show` (on the host), and the CLI's verdict tables. Stdlib
 
 from __future__ import annotations
 
-from reprokit.harness.oracle import LEVELS
+from reprokit.common.oracle import LEVELS
 
 MET_TEXT = {True: "yes", False: "no"}
 

@@ -2,8 +2,8 @@
 leave the machine.
 
 Used inside the stack by the harness (env.json is redacted where it is taken) and again on the
-host by the bundle writer. Standard library only, Python >= 3.9, no imports from reprokit outside
-reprokit.harness, so that it runs beside any Triton under test.
+host by the bundle writer. Standard library only, Python >= 3.9 (reprokit.common), so that it
+runs beside any Triton under test.
 """
 
 from __future__ import annotations

@@ -1,0 +1,13 @@
+"""Tensor layout as both sides compute it: a traced argument's strides on the host (sweeps,
+traced descriptors), the stand-in and seeded tensors in the stack."""
+
+from __future__ import annotations
+
+
+def contiguous_strides(shape) -> tuple:
+    strides: list = []
+    acc = 1
+    for n in reversed(list(shape)):
+        strides.insert(0, acc)
+        acc *= max(int(n), 1)
+    return tuple(strides)
