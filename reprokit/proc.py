@@ -64,9 +64,18 @@ def run(
     """
     if echo is not None:
         echo("+ " + shlex.join(argv))
+    return start(argv, env=env, cwd=cwd, capture_stdout=capture_stdout).finish(timeout=timeout, log_path=log_path)
+
+
+def start(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+          capture_stdout: bool = True, stdin: bool = False) -> Started:
+    """argv started now in a session of its own, under a lifeline, to be finished (or called off)
+    later: what run() is, split in two, for a process that loads while something else runs and
+    is told the rest on its stdin (`stdin=True`: a pipe)."""
     try:
         proc = subprocess.Popen(
             argv,
+            stdin=subprocess.PIPE if stdin else None,
             stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
@@ -77,29 +86,48 @@ def run(
         )
     except OSError as e:  # the program is missing or may not be run here: the OS's refusal, one line
         raise FileSystemError.of(argv[0], e, "cannot run") from None
-    lifeline = _Lifeline(proc.pid)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_session(proc.pid)
-        out, err = proc.communicate()
-    except BaseException:
-        # Ctrl-C reaches only us (the child has its own session): take its whole session down too.
-        kill_session(proc.pid)
-        proc.wait()
-        raise
-    finally:
-        kill_session(proc.pid)  # what the command left running (a case process, a daemonised helper)
-        lifeline.release()
-    if log_path is not None:
+    return Started(tuple(argv), proc, _Lifeline(proc.pid))
+
+
+class Started:
+    """A process start() began: `finish()` waits for it as run() does, `cancel()` ends its session.
+    Either ends it for good (its session killed, its lifeline released)."""
+
+    def __init__(self, argv: tuple[str, ...], proc: subprocess.Popen[str], lifeline: _Lifeline):
+        self.argv, self.proc, self.lifeline = argv, proc, lifeline
+
+    def finish(self, stdin: str | None = None, *, timeout: float | None = None,
+               log_path: Path | None = None) -> ProcResult:
+        """Write `stdin` (then close it), wait up to `timeout`, kill what is left of the session."""
+        proc = self.proc
+        timed_out = False
         try:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log_path.write_text(err or "")
-        except OSError as e:  # the output's fault (a full disk), not the command's
-            raise FileSystemError.of(log_path, e, "cannot write") from None
-    return ProcResult(tuple(argv), proc.returncode, timed_out, out or "", tail(err or ""))
+            out, err = proc.communicate(input=stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_session(proc.pid)
+            out, err = proc.communicate()
+        except BaseException:
+            # Ctrl-C reaches only us (the child has its own session): take its whole session down too.
+            kill_session(proc.pid)
+            proc.wait()
+            raise
+        finally:
+            kill_session(proc.pid)  # what the command left running (a case process, a daemonised helper)
+            self.lifeline.release()
+        if log_path is not None:
+            try:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                log_path.write_text(err or "")
+            except OSError as e:  # the output's fault (a full disk), not the command's
+                raise FileSystemError.of(log_path, e, "cannot write") from None
+        return ProcResult(self.argv, proc.returncode, timed_out, out or "", tail(err or ""))
+
+    def cancel(self) -> None:
+        """Not needed after all: its session killed, its pipes closed."""
+        kill_session(self.proc.pid)
+        self.proc.communicate()
+        self.lifeline.release()
 
 
 @contextmanager

@@ -1,13 +1,20 @@
-"""The `local` executor: the harness runs under this very interpreter and its Triton."""
+"""The `local` executor: the harness runs under this very interpreter and its Triton.
+
+It may be prestarted: the harness process loads Triton, its warm-up and torch at once and waits
+for its run (`python -m reprokit.harness --prestart`), so that a trace's capture does not pay for
+them after the program has ended. The run then reaches it on its stdin; an executor closed
+without a run calls it off.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from reprokit import proc
 from reprokit.config import Stack
-from reprokit.errors import ExecutorError
+from reprokit.errors import ExecutorError, FileSystemError
 from reprokit.executors.base import Executor, RunResult, harness_argv, harness_env
 from reprokit.options import HostEnv
 
@@ -18,14 +25,39 @@ class LocalExecutor(Executor):
     def __init__(self, python: str | None = None, *, host: HostEnv | None = None):
         self.python = python or sys.executable
         self.host = host or HostEnv()
+        self._started: proc.Started | None = None
+
+    def prestart(self, capability: int) -> None:
+        """Start the harness now, loading what its run will need for a GPU of this capability;
+        the next run_harness hands it its run. OSError-free: a harness that cannot start says so
+        when the run comes (as an unstarted one would)."""
+        if self._started is None:
+            try:
+                self._started = proc.start([self.python, "-m", "reprokit.harness", "--prestart", str(capability)],
+                                           env=harness_env(self.host), capture_stdout=False, stdin=True)
+            except FileSystemError:
+                self._started = None
 
     def prepare(self, stack: Stack) -> dict:
         return {"python": self.python}
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool, scratch: Path | None = None) -> RunResult:
-        return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
-                                  scratch=scratch)
+        started, self._started = self._started, None
+        if started is None:
+            return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
+                                      scratch=scratch)
+        argv = harness_argv(self.python, str(capture_dir / "plan.json"), str(capture_dir / "kernels"),
+                            str(capture_dir), workers)[3:]
+        told = json.dumps({"argv": argv, "env": {"TMPDIR": str(scratch)} if scratch else {}})
+        r = started.finish(told + "\n", timeout=timeout_s, log_path=capture_dir / "logs" / "executor.log")
+        return RunResult(executor=self.name, returncode=r.returncode, timed_out=r.timed_out, log_tail=r.stderr_tail,
+                         runtime={"python": self.python})
+
+    def close(self) -> None:
+        started, self._started = self._started, None
+        if started is not None:
+            started.cancel()
 
 
 def run_python_harness(executor: Executor, python: str, capture_dir: Path, *, workers: int,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import signal
 import sys
+import tempfile
 import time
 
 from reprokit.common.files import write_json
@@ -23,6 +25,12 @@ def _stop(signum, frame):
 def main(argv=None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _stop)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    early = []  # what a prestarted harness did before its run was known: logged first
+    if argv[:1] == ["--prestart"]:
+        argv, early = _prestart(int(argv[1]))
+        if argv is None:
+            return 0  # called off: the host needs no run after all
     ap = argparse.ArgumentParser(prog="python -m reprokit.harness", description=__doc__)
     ap.add_argument("--plan", required=True, help="plan.json written by the host")
     ap.add_argument("--kernels", required=True, help="folder holding the kernel sources the plan names")
@@ -45,6 +53,8 @@ def main(argv=None) -> int:
     # the harness's parts load once its arguments are read (the runner imports Triton).
     from reprokit.harness import runner
 
+    for line in early:
+        log(line)
     log(f"harness: {len(plan['cases'])} cases for {plan['profile']['key']} ({plan['profile']['arch']}), "
         f"{args.workers} worker(s), mode {plan.get('mode', 'compile-only')}")
     # the harness's parts load once its arguments are read (the runner imports Triton).
@@ -81,6 +91,38 @@ def main(argv=None) -> int:
         # The results stand as written (the host exits non-zero on them); the log says it plainly.
         log(f"harness: {len(faults)} case(s) failed in the harness, not in the compiler: {', '.join(faults)}")
     return 0
+
+
+def _prestart(capability: int):
+    """`--prestart CAPABILITY`: load now what every run loads (Triton and its warm-up for the
+    profile's capability, torch and numpy where installed), while the host is still busy (a
+    traced program runs), then wait for the run: one JSON line on stdin, {"argv": [the usual
+    arguments], "env": {variables the run sets, its TMPDIR}}. (argv, lines for the log), or
+    (None, []) when stdin closes first: the host called the run off."""
+    t0 = time.perf_counter()
+    # the harness's parts load once they are needed (the runner imports Triton).
+    from reprokit.harness import compat, runner  # noqa: F401
+
+    warmed = compat.warm_up(capability)
+    t1 = time.perf_counter()
+    loaded = []
+    for name in ("torch", "numpy"):  # the real ones only: a stand-in is the plan's to choose
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except ImportError:
+            pass
+    t2 = time.perf_counter()
+    line = sys.stdin.readline()
+    if not line.strip():
+        return None, []
+    told = json.loads(line)
+    os.environ.update(told.get("env") or {})
+    tempfile.tempdir = None  # the run's TMPDIR, not the one read at start-up
+    early = [f"prestarted while the host was busy: Triton and its warm-up ({', '.join(warmed)}) "
+             f"{t1 - t0:.2f} s, {' and '.join(loaded) or 'no torch'} {t2 - t1:.2f} s; the run came "
+             f"{time.perf_counter() - t2:.2f} s later"]
+    return list(told["argv"]), early
 
 
 @contextlib.contextmanager

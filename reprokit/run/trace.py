@@ -2,6 +2,10 @@
 from what it launched, capture that plan in the program's own Triton, and pack one bundle with the
 trace's files (trace.json, the program's sources, kept tensors) beside the capture.
 
+What the capture and the packing need is loaded while the program runs (the harness prestarted in
+the program's Python: Triton, its warm-up, torch; the schemas and templates digest here): a
+trace costs little more than the program itself (docs/performance.md, make bench-trace).
+
 The verb (`commands/trace.py`) turns its arguments into a `TraceRequest` and shows the `Traced`
 this returns; progress comes up through the Listener, as for every other run.
 """
@@ -9,11 +13,13 @@ this returns; progress comes up through the Listener, as for every other run.
 from __future__ import annotations
 
 import platform
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprokit import locks
+from reprokit.bundle import schemas, templates
 from reprokit.common.redact import cut_values, redact_argv
 from reprokit.config import Stack
 from reprokit.errors import FileSystemError, UsageError
@@ -73,25 +79,52 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
     locks.sweep(out)
     with locks.temp(out, ".trace", "run", is_dir=True) as tmp:
         scratch = tmp.path
-        listener.note(f"trace: running {command}" + (" under the interpreter (no GPU)" if req.interpret else ""))
-        ran = program.run(options, scratch / "records", host.child_environ())
-        if ran.start is None:
-            raise UsageError(f"trace: {command} exited {ran.exit_code} without importing triton: nothing to trace")
-        kernels = len(ran.specs) + len(generated.compiled(ran.records))
-        if not kernels:
-            # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
-            last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
-            why = f": {cut_values(last, [v for _, v in redact_argv(req.argv)[1]])[:300]}" \
-                if ran.exit_code != 0 and last else ""
-            raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel"
-                             f"{ran.said_of_processes()}{why}")
-        listener.note(f"trace: {kernels} specialisation(s) in {ran.seconds:.2f} s; capturing them")
-        t0 = time.perf_counter()
-        bundle, results, stack = _capture(req, ran, host, scratch, listener)
-        return Traced(ran, bundle, results, time.perf_counter() - t0, stack)
+        # The program's own compiles, for the capture to start from on the same release
+        # (harness.kinds.generated.seeded): the speed of a trace is mostly not compiling everything again.
+        host = replace(host, environ={**(host.environ or {}), "REPROKIT_TRACE_SEED": str(scratch / "seed")})
+        # The capture's harness loads (Triton, its warm-up, torch) while the program runs, in the
+        # program's own Python when the command names it; closed unused if the trace goes no further.
+        python = program.interpreter(req.argv, host.environ or {})
+        with LocalExecutor(python=python, host=host) as early:
+            if python is not None:
+                early.prestart(req.gpu.profile.capability)
+            threading.Thread(target=_ready_to_pack, daemon=True).start()
+            listener.note(f"trace: running {command}" + (" under the interpreter (no GPU)" if req.interpret else ""))
+            ran = program.run(options, scratch / "records", host.child_environ())
+            if ran.start is None:
+                raise UsageError(f"trace: {command} exited {ran.exit_code} without importing triton: nothing to trace")
+            kernels = len(ran.specs) + len(generated.compiled(ran.records))
+            if not kernels:
+                # a program that fails before its first launch (a CUDA-only call on a CPU host) says why
+                last = next((ln.strip() for ln in reversed(ran.stderr_tail.splitlines()) if ln.strip()), "")
+                why = f": {cut_values(last, [v for _, v in redact_argv(req.argv)[1]])[:300]}" \
+                    if ran.exit_code != 0 and last else ""
+                raise UsageError(f"trace: {command} exited {ran.exit_code} and launched no Triton kernel"
+                                 f"{ran.said_of_processes()}{why}")
+            listener.note(f"trace: {kernels} specialisation(s) in {ran.seconds:.2f} s; capturing them")
+            t0 = time.perf_counter()
+            # the program's Python ran it (a launcher's, or another than the command named: a fresh harness)
+            executor = early
+            if ran.start["python"] != python:
+                early.close()
+                executor = LocalExecutor(python=ran.start["python"], host=host)
+            with executor:
+                bundle, results, stack = _capture(req, ran, executor, scratch, listener)
+            return Traced(ran, bundle, results, time.perf_counter() - t0, stack)
 
 
-def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch: Path,
+def _ready_to_pack() -> None:
+    """What packing the bundle needs and this process can load while the program runs: the
+    schemas' validators and the templates' digest (cached; packing asks again and says any fault)."""
+    try:
+        for document in schemas.SCHEMA_FILES:
+            schemas.validator(document)
+        templates.templates_sha256()
+    except Exception:  # noqa: BLE001 - only a head start: the bundle's own step reports what fails
+        pass
+
+
+def _capture(req: TraceRequest, ran: program.ProgramRun, executor: LocalExecutor, scratch: Path,
              listener: Listener) -> tuple[Path, Results, str]:
     start = ran.start or {}
     argv = req.argv
@@ -101,13 +134,10 @@ def _capture(req: TraceRequest, ran: program.ProgramRun, host: HostEnv, scratch:
     # The extracted kernel files are the plan's whole kernel folder. The capture compiles what
     # the program launched: compile-only, whatever GPU the program ran on.
     plan = trace_plan.build(ran, req.gpu.profile, kernels=scratch / "records" / "kernels")
-    # The program's own compiles, for the capture to start from on the same release
-    # (harness.kinds.generated.seeded): the speed of a trace is mostly not compiling everything again.
     seed = scratch / "seed"
     seed.mkdir(exist_ok=True)
     generated.seed(ran.records, seed)
-    host = replace(host, environ={**(host.environ or {}), "REPROKIT_TRACE_SEED": str(seed)})
-    executor = LocalExecutor(python=start["python"], host=host)
+    host = executor.host
     # Captured inside the trace's own temporary folder (as `run` does): a user's <out>/<stack>-<gpu>
     # is never touched; a failed harness run's logs are kept as <out>/<stack>-<gpu>.failed.
     name = f"{stack.name}-{req.gpu.profile.key}"

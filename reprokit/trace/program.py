@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from reprokit import proc
 from reprokit.errors import UsageError
@@ -102,6 +102,19 @@ def resolve(argv: tuple[Any, ...]) -> list[Any]:
     if exe is None:
         raise UsageError(f"trace: {argv[0]}: no such program on PATH")
     return [argv[0], *argv[1:]]
+
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
+
+
+def interpreter(argv: tuple[Any, ...], environ: Mapping[str, str]) -> str | None:
+    """The Python a command runs directly (`python3 script.py`: argv[0] on the PATH it runs with),
+    absolute but not resolved (a venv's python stands for its venv), or None (a launcher, a
+    script of its own): the recorder's start record names the one that truly ran."""
+    exe = shutil.which(str(argv[0]), path=environ.get("PATH")) if argv else None
+    if exe is None or not _PYTHON.fullmatch(os.path.basename(exe)):
+        return None
+    return os.path.abspath(exe)
 
 
 def run(options: TraceOptions, trace_dir: Path, environ: dict[str, Any]) -> ProgramRun:

@@ -211,6 +211,54 @@ def test_a_program_that_asks_for_tritons_spec_before_importing_it_is_traced(tmp_
     assert tj["inductor_caches"] == "off"  # TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 in the traced run
 
 
+def _prestarted() -> list[int]:
+    """Live harness processes started ahead of their run (`python -m reprokit.harness --prestart`)."""
+    pids = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if b"reprokit.harness\0--prestart" in f.read():
+                    pids.append(int(p))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def test_the_captures_harness_loads_while_the_program_runs(tmp_path, interp_python):
+    """`python prog.py`: the capture's harness was started beside the program, in the program's
+    own Python, and had Triton, its warm-up and torch loaded before its run came (its log's first
+    line); a command whose program is no Python itself (`env python prog.py`) gets a harness
+    started afterwards in the Python that ran, and the same bundle's cases."""
+    code, _, root = trace(tmp_path / "direct", interp_python, "asks_first.py")
+    assert code == 0
+    first = (root / "logs" / "harness.log").read_text().splitlines()[0]
+    assert "prestarted while the host was busy: Triton and its warm-up" in first and "torch" in first
+    out = tmp_path / "launcher"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(out), "--", "env",
+                        interp_python, str(PROGRAMS / "asks_first.py")], cwd=ROOT, env=env, capture_output=True,
+                       text=True, check=False, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    with tarfile.open(json.loads(p.stdout)["bundle"]) as tar:
+        tar.extractall(out / "unpacked", filter="data")
+    (other,) = (out / "unpacked").iterdir()
+    assert "prestarted" not in (other / "logs" / "harness.log").read_text()
+    assert plan_cases(other) == plan_cases(root)
+    assert json.loads((other / "manifest.json").read_text())["executor"]["python"] == interp_python
+
+
+def test_a_trace_with_nothing_to_capture_calls_its_early_harness_off(tmp_path, interp_python):
+    program = tmp_path / "no_triton.py"
+    program.write_text("import time\ntime.sleep(1)\nprint('no kernels here')\n")
+    before = set(_prestarted())
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--out", str(tmp_path / "out"), "--", interp_python,
+                        str(program)], cwd=ROOT, capture_output=True, text=True, check=False, timeout=300,
+                       env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert p.returncode == 2 and "without importing triton" in p.stderr
+    assert set(_prestarted()) - before == set()
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 @pytest.mark.parametrize("release", ["3.0.0", "3.3.1", "3.6.0", "3.9.0"])
 def test_releases_old_and_new_trace_alike(release, tmp_path, interp_release):
     """3.0-3.5 launch through GridExecutor (3.0-3.1 time configs with the autotuner module's

@@ -150,3 +150,38 @@ def test_a_killed_reprokit_takes_a_session_with_it(tmp_path):
             break
         time.sleep(0.05)
     assert [pid for pid in started if _alive(pid)] == []
+
+
+# Loads, says it is ready, then waits for one line on stdin and answers on stderr; a grandchild
+# it started would outlive it.
+WAITER = ("import subprocess, sys, time; "
+          "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], stderr=subprocess.DEVNULL); "
+          "open(sys.argv[1], 'w').write(str(p.pid)); "
+          "line = sys.stdin.readline(); sys.stderr.write('told ' + (line.strip() or 'nothing') + '\\n')")
+
+
+def _wait_for(path, seconds=10.0) -> int:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if path.exists() and path.read_text():
+            return int(path.read_text())
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never written")
+
+
+def test_a_started_process_is_told_its_run_on_stdin_and_finished_like_run(tmp_path):
+    started = proc.start([sys.executable, "-c", WAITER, str(tmp_path / "pid")], capture_stdout=False, stdin=True)
+    grandchild = _wait_for(tmp_path / "pid")
+    r = started.finish("go\n", timeout=30, log_path=tmp_path / "err.log")
+    assert r.ok and r.stderr_tail == "told go" and (tmp_path / "err.log").read_text() == "told go\n"
+    time.sleep(0.2)
+    assert not _alive(grandchild)  # what it left running went with it, as with run()
+
+
+def test_a_started_process_called_off_leaves_nothing_running(tmp_path):
+    started = proc.start([sys.executable, "-c", WAITER, str(tmp_path / "pid")], capture_stdout=False, stdin=True)
+    grandchild = _wait_for(tmp_path / "pid")
+    started.cancel()
+    time.sleep(0.2)
+    assert not _alive(started.proc.pid) and not _alive(grandchild)
+    assert started.proc.returncode is not None
