@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On the H100: where a trace's time goes over the plain run, on the Liger-Kernel ops program.
+# Plain runs and `reprokit trace --json --tensors none` runs alternate (ROUNDS each, after one
+# warm-up of the caches); the last trace runs under cProfile (the host's side: what it waits for)
+# and its harness log comes back. Every figure goes to $OUT/phases.txt, the profile's top lines
+# to $OUT/profile.txt.
+#
+#   OUT=... WHEELHOUSE=.gpu/wheels ROUNDS=3 scripts/gpu/trace-overhead.sh
+set -uo pipefail
+OUT=${OUT:?set OUT to the folder for the results}
+WHEELHOUSE=${WHEELHOUSE:-wheels}
+ROUNDS=${ROUNDS:-3}
+make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELHOUSE" PYTHON=python3 >"$OUT/install.log" 2>&1 \
+    || { tail -30 "$OUT/install.log"; exit 3; }
+python3 -m pip install -q --no-index --no-deps --target /tmp/liger "$(find "$WHEELHOUSE" -name 'liger_kernel-0.8.5-*.whl' | head -1)"
+export PYTHONPATH=/tmp/liger
+PROG=(python3 tests/data/trace/libs/liger_ops.py)
+RK=.reprokit/host-local/bin/python
+say() { echo "$*" | tee -a "$OUT/phases.txt"; }
+since() { python3 -c "import sys; print(round($EPOCHREALTIME - $1, 2))"; }
+secs() { local t0=$EPOCHREALTIME; "$@" >/dev/null 2>"$OUT/last.err"; local rc=$?; echo "$(since "$t0") rc=$rc"; }
+say "import torch: $(secs python3 -c 'import torch')"
+say "import triton: $(secs python3 -c 'import triton')"
+say "import torch+triton+liger: $(secs python3 -c 'import torch, triton, liger_kernel.transformers.functional')"
+say "warm-up plain: $(secs "${PROG[@]}")"
+for r in $(seq "$ROUNDS"); do
+    say "round $r plain: $(secs "${PROG[@]}")"
+    rm -rf /tmp/tr; t0=$EPOCHREALTIME
+    $RK -m reprokit trace --json --gpu h100 --tensors none --out /tmp/tr -- "${PROG[@]}" >/tmp/tr.json 2>"$OUT/trace.err"
+    rc=$?; t=$(since "$t0")
+    say "round $r trace: $t rc=$rc $(python3 -c 'import json,sys; d=json.load(open("/tmp/tr.json")); print("program", d["program"]["seconds"], "capture", d["capture_s"])' 2>&1 | tail -1)"
+done
+rm -rf /tmp/tr
+$RK -m cProfile -o "$OUT/trace.prof" -m reprokit trace --json --gpu h100 --tensors none --out /tmp/tr -- "${PROG[@]}" >/tmp/tr.json 2>>"$OUT/trace.err"
+say "profiled trace: rc=$?"
+$RK -c "import pstats; pstats.Stats('$OUT/trace.prof').sort_stats('cumulative').print_stats(60)" >"$OUT/profile.txt" 2>&1
+b=$(ls /tmp/tr/*.tgz | head -1); mkdir -p /tmp/trx && tar xzf "$b" -C /tmp/trx
+cat /tmp/trx/*/logs/harness.log /tmp/trx/*/logs/envsnap.log >"$OUT/harness.log" 2>&1
