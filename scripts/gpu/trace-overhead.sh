@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the H100: where a trace's time goes over the plain run, on the Liger-Kernel ops program.
-# Plain runs and `reprokit trace --json --tensors none` runs alternate (ROUNDS each, after one
-# warm-up of the caches); the last trace runs under cProfile (the host's side: what it waits for)
-# and its harness log comes back. Every figure goes to $OUT/phases.txt, the profile's top lines
+# Plain runs, `reprokit trace --json --tensors none` runs and the same through `env` (a launcher:
+# no harness prestarted beside the program) alternate (ROUNDS each, after one warm-up of the
+# caches); the last trace runs under cProfile (the host's side: what it waits for) and its
+# harness log comes back. Every figure goes to $OUT/phases.txt, the profile's top lines
 # to $OUT/profile.txt.
 #
 #   OUT=... WHEELHOUSE=.gpu/wheels ROUNDS=3 scripts/gpu/trace-overhead.sh
@@ -25,10 +26,13 @@ say "import torch+triton+liger: $(secs python3 -c 'import torch, triton, liger_k
 say "warm-up plain: $(secs "${PROG[@]}")"
 for r in $(seq "$ROUNDS"); do
     say "round $r plain: $(secs "${PROG[@]}")"
-    rm -rf /tmp/tr; t0=$EPOCHREALTIME
-    $RK -m reprokit trace --json --gpu h100 --tensors none --out /tmp/tr -- "${PROG[@]}" >/tmp/tr.json 2>"$OUT/trace.err"
-    rc=$?; t=$(since "$t0")
-    say "round $r trace: $t rc=$rc $(python3 -c 'import json,sys; d=json.load(open("/tmp/tr.json")); print("program", d["program"]["seconds"], "capture", d["capture_s"])' 2>&1 | tail -1)"
+    for how in direct env; do
+        launcher=(); [ "$how" = env ] && launcher=(env)
+        rm -rf /tmp/tr; t0=$EPOCHREALTIME
+        $RK -m reprokit trace --json --gpu h100 --tensors none --out /tmp/tr -- "${launcher[@]}" "${PROG[@]}" >/tmp/tr.json 2>"$OUT/trace.err"
+        rc=$?; t=$(since "$t0")
+        say "round $r trace ($how): $t rc=$rc $(python3 -c 'import json,sys; d=json.load(open("/tmp/tr.json")); print("program", d["program"]["seconds"], "capture", d["capture_s"])' 2>&1 | tail -1)"
+    done
 done
 rm -rf /tmp/tr
 $RK -m cProfile -o "$OUT/trace.prof" -m reprokit trace --json --gpu h100 --tensors none --out /tmp/tr -- "${PROG[@]}" >/tmp/tr.json 2>>"$OUT/trace.err"
