@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 
-def write_json(path: str, data) -> None:
+def write_json(path: str, data: Any) -> None:
     """Write a JSON document whole or not at all: a reader (the runner, the host) never sees half."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

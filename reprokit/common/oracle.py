@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
 LEVELS = ("ttir", "ttgir", "llir", "ptx", "sass")
 
@@ -56,9 +57,9 @@ def _is_op(level: str, text: str, pos: int) -> bool:
     return text.find(mark, line_start, pos) < 0
 
 
-def scan(level: str, text: str) -> tuple[int, dict]:
+def scan(level: str, text: str) -> tuple[int, dict[str, int]]:
     """Return (data-movement count, {op: count} for movement and set-up ops) for one IR level."""
-    ops = Counter()
+    ops: Counter[str] = Counter()
     for rx in _MOVE_RE[level]:
         for m in rx.finditer(text):
             if _is_op(level, text, m.start()):
@@ -86,7 +87,7 @@ def _normalise(op: str) -> str:
     return op.replace("triton_nvidia_gpu.", "ttng.")
 
 
-def scan_all(texts: dict) -> tuple[dict, dict]:
+def scan_all(texts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """texts: level -> IR text (missing levels are skipped). Returns (tma counts, tma_ops)."""
     counts, ops = {}, {}
     for level in LEVELS:
@@ -106,7 +107,7 @@ _DECIDING = ("sass", "ptx", "ttgir")
 NOT_CAPTURED = ("not_reproduced", "capture_failed")
 
 
-def judge(case: dict, result: dict, gate: dict | None, triton: str | None = None) -> dict:
+def judge(case: dict[str, Any], result: dict[str, Any], gate: dict[str, Any] | None, triton: str | None = None) -> dict[str, Any]:
     """The verdict for one case. `gate` is the result of the case named by `gated_by`, if any;
     `triton` the version that compiled it (which of the case's `reject` rules apply).
 
@@ -156,7 +157,7 @@ def sass_op_count(op: str, sass: str) -> int:
     return len(re.findall(_SASS_OP.format(re.escape(op)), sass))
 
 
-def judge_call(case: dict, result: dict) -> dict:
+def judge_call(case: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """A declared call's verdict: what was seen (TMA or not, by the same evidence as the suite),
     and `met` only when the user stated an expectation: "tma", "no-tma", "sass:OP" (the op in
     the SASS), "regs<=N" (ptxas's register count), "smem<=N" (the kernel's shared memory).
@@ -195,7 +196,7 @@ def judge_call(case: dict, result: dict) -> dict:
     return _v(verdict, have <= int(bound), f"{seen}; {what} {have}; expected {expect}")
 
 
-def _judge_rejection(case: dict, result: dict, triton: str | None) -> dict:
+def _judge_rejection(case: dict[str, Any], result: dict[str, Any], triton: str | None) -> dict[str, Any]:
     words = result.get("error") or ""
     rules = case.get("reject")
     if rules is None:  # a plan from before rejections were named: judged as it was then
@@ -210,14 +211,14 @@ def _judge_rejection(case: dict, result: dict, triton: str | None) -> dict:
     return _v("error", False, f"compile error, but not the expected rejection ({want}): {words}")
 
 
-def rejection_matches(rule: dict, result: dict) -> bool:
+def rejection_matches(rule: dict[str, Any], result: dict[str, Any]) -> bool:
     """The compile error is the one `rule` names: its pass (when named) failed, and its words match."""
     if rule.get("pass") and result.get("failing_pass") != rule["pass"]:
         return False
     return re.search(rule["message"], result.get("error") or "") is not None
 
 
-def _describe(rule: dict) -> str:
+def _describe(rule: dict[str, Any]) -> str:
     where = f"in {rule['pass']}, " if rule.get("pass") else ""
     return f"{where}/{rule['message']}/"
 
@@ -225,7 +226,7 @@ def _describe(rule: dict) -> str:
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|>|<)?\s*(\d+(?:\.\d+)*)\s*$")
 
 
-def _vtuple(text: str) -> tuple:
+def _vtuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3])
 
 
@@ -250,5 +251,5 @@ def version_in(version: str | None, spec: str) -> bool:
     return True
 
 
-def _v(verdict: str, met, reason: str) -> dict:
+def _v(verdict: str, met: bool | None, reason: str) -> dict[str, Any]:
     return {"verdict": verdict, "met": met, "reason": reason.strip().splitlines()[0] if reason.strip() else verdict}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, Iterable
 
 MARKER = "<redacted>"
 
@@ -76,7 +77,7 @@ def looks_secret_value(value: str) -> bool:
     return bool(value) and _VALUE_RE.search(value) is not None
 
 
-def redact_env(env: dict) -> tuple[dict, list[str]]:
+def redact_env(env: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """A copy of `env` with secret values replaced by MARKER, and the sorted redacted names.
 
     Idempotent: a value that already is MARKER counts as redacted, so the list stays complete
@@ -121,7 +122,7 @@ def is_secret_option(option: str) -> bool:
     return any(pair in _OPTION_PAIRS for pair in zip(parts, parts[1:]))
 
 
-def redact_argv(argv) -> tuple[list, list]:
+def redact_argv(argv: Iterable[Any]) -> tuple[list[str], list[tuple[str, str]]]:
     """(argv with secret options' values replaced by MARKER, [(option, value cut)] in argv order).
 
     `--opt=value`, `--opt value` and their one-dash forms (`-password value`) count; a following
@@ -155,7 +156,7 @@ def redact_argv(argv) -> tuple[list, list]:
     return out, cut
 
 
-def cut_values(text: str, values) -> str:
+def cut_values(text: str, values: Iterable[str]) -> str:
     """`text` with each secret value replaced by MARKER: anywhere when it is long enough to be no
     word of its own, else only where it stands apart from letters and digits. The value as a
     program prints it inside a list or a JSON string (`print(sys.argv)`: backslashes and quotes

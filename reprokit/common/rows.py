@@ -3,12 +3,14 @@ the bundle README and `show` (on the host), and the CLI's verdict tables. Stdlib
 
 from __future__ import annotations
 
+from typing import Any
+
 from reprokit.common.oracle import LEVELS
 
-MET_TEXT = {True: "yes", False: "no"}
+MET_TEXT: dict[object, str] = {True: "yes", False: "no"}
 
 
-def case_cells(r: dict) -> dict:
+def case_cells(r: dict[str, Any]) -> dict[str, str]:
     """Every column any table shows: id, family, control, status, verdict, expect, met (yes/no/-),
     one count per IR level ('-' when not compiled that far), tma (the counts on one line),
     shared_bytes, launch (ok/no/-), compile_s, reason and gpu (the GPU status, '-' without one)."""
