@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     if not os.path.exists(os.path.join(out, "env.json")):
         log(f"harness: environment snapshot failed (status {status}); see logs/envsnap.log")
         return 4
-    counts = {}
+    counts: dict[str, int] = {}
     for c in results["cases"]:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
     sass = [c["sass_tool"] for c in results["cases"] if c.get("sass_tool")]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from reprokit.harness import nvml, stats
 
@@ -154,7 +155,7 @@ def _estimate_ms(torch, fn, flush, spin, warmup_ms: float = WARMUP_MS) -> float:
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
+    times: list[float] = []
     while len(times) < 5 or (sum(times) < warmup_ms and len(times) < 500):
         flush()
         start.record()
@@ -267,7 +268,8 @@ def time_graph(torch, fn, flush, spin, inner: int, replays: int = GRAPH_REPLAYS,
                 for _ in range(inner):
                     flush()
     torch.cuda.current_stream().wait_stream(stream)
-    t_both, t_only = [], []
+    t_both: list[float] = []
+    t_only: list[float] = []
     for _ in range(replays):
         for g, acc in ((both, t_both), (only, t_only)) if flushing else ((both, t_both),):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -425,10 +427,12 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     est = {name: _estimate_ms(torch, fn, flusher, spin, budget.warmup_ms) for name, fn in contenders.items()}
     cycles = {name: spin.cycles_for(max(SPIN_MIN_US, 1e3 * idle_factor * est[name])) for name in contenders}
     lap("setup_warmup_s")
-    raw = {name: {"events": [], "profiler": [], "graph": [], "spin_cycles": cycles[name], "spin_event_ms": [],
+    raw: dict[str, dict[str, Any]] = {name: {"events": [], "profiler": [], "graph": [], "spin_cycles": cycles[name], "spin_event_ms": [],
                   "spin_profiler_ms": [], "discarded": [], "reached": [], "noise": [], "elapsed_s": []}
            for name in contenders}
-    spin_names, flush_names, prof_error = set(), set(), "not run: the budget times by CUDA events only"
+    spin_names: set[str] = set()
+    flush_names: set[str] = set()
+    prof_error: str | None = "not run: the budget times by CUDA events only"
     if budget.profiler:
         try:  # what separates one timed launch from the next in the profiler's records
             spin_names = _names(torch, lambda: spin(100), "spin")
@@ -440,7 +444,8 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     min_s, limit_s = budget.min_time_s / rounds, budget.time_limit_s / rounds
     lap("profiler_probes_s")
     # Every round in the order it ran within a profiler session (the records follow that order).
-    taken, replaced = {name: [] for name in contenders}, {name: [] for name in contenders}
+    taken: dict[str, list[dict]] = {name: [] for name in contenders}
+    replaced: dict[str, list[tuple[int, dict]]] = {name: [] for name in contenders}
 
     def session(names: list) -> list:
         nonlocal prof_error
@@ -478,7 +483,7 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
                 replaced[name].append((picks[name], taken[name][picks[name]]))
                 taken[name][picks[name]] = r
     lap("rounds_s")
-    keys = ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s")
+    keys: tuple[str, ...] = ("events", "spin_event_ms", "discarded", "reached", "noise", "elapsed_s")
     keys += ("profiler", "spin_profiler_ms") if prof_error is None else ()
     for name in contenders:
         for key in keys:

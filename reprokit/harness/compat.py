@@ -52,7 +52,7 @@ _LACKS = re.compile(r"^module 'triton\.language' has no attribute '(\w+)'")
 _REMOVED = re.compile(r"\bha(?:s|ve) been removed\b")
 
 
-def removed_api(exc: BaseException) -> str | None:
+def removed_api(exc: BaseException | None) -> str | None:
     """The compiler's own words when a compile failed because this release keeps a name but
     dropped what it did, else None.
 
@@ -125,8 +125,8 @@ def make_source(fn, signature: dict, constexprs: dict, divisible_by_16: list):
         return ASTSource(fn, sig, constants=dict(constexprs), attrs=attrs_cls.from_hints(hints))
     sig = {names.index(a): ("constexpr" if a in constexprs else signature[a]) for a in names}
     consts = {names.index(a): v for a, v in constexprs.items()}
-    attrs = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
-    return ASTSource(fn, sig, constants=consts, attrs=attrs)
+    descriptor = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
+    return ASTSource(fn, sig, constants=consts, attrs=descriptor)
 
 
 def astsource_form() -> str:

@@ -23,6 +23,7 @@ import hashlib
 import re
 import threading
 import time
+from typing import Any
 
 # Throttle ("clocks event") reasons that mean the GPU ran below the clocks it could have, for
 # power or heat: a timing taken under one of them is not the hardware's speed. (gpu_idle,
@@ -389,11 +390,11 @@ class Sampler:
         self.keep_samples = keep_samples
         self.summary: dict = {}
         self._device = device  # a stand-in for NVML in tests; else opened on entry
-        self._session = None
+        self._session: Any = None  # _session()'s context, entered here and left in __exit__
         self._samples: list = []
-        self._failure = None
+        self._failure: BaseException | None = None
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self._before: dict = {}
 

@@ -249,7 +249,7 @@ def _arg_names(kernel_source: str, fn: str) -> list:
 def _signatures(kernel_source: str) -> dict:
     """Every function's parameters in one parse of the source: a sweep writes a reproducer for
     each of its thousands of points, all from one or two kernel files."""
-    out = {}
+    out: dict[str, tuple[str, ...]] = {}
     for node in ast.walk(ast.parse(kernel_source)):
         if isinstance(node, ast.FunctionDef):
             a = node.args

@@ -57,10 +57,11 @@ class Job:
         self.scratch = scratch
         self.timeout_s = timeout_s
         self.repro = repro
-        self.pid = None
-        self.wake = None  # read end: closes when the child is done (or dies)
-        self.go = None  # write end: one byte starts the compile, closing it unsent calls it off
-        self.started = None
+        # set when its process is spawned (_spawn) and started (_go)
+        self.pid = 0
+        self.wake = -1  # read end: closes when the child is done (or dies)
+        self.go = -1  # write end: one byte starts the compile, closing it unsent calls it off
+        self.started = 0.0
 
     def rerun_for_reproducer(self) -> "Job":
         scratch = self.scratch + ".repro"
@@ -161,7 +162,7 @@ def _go(job: Job) -> None:
     except OSError:
         pass  # it died preparing (a kernel module that crashes on import): its wake pipe says so
     os.close(job.go)
-    job.go = None
+    job.go = -1
 
 
 def _call_off(job: Job) -> None:
@@ -324,8 +325,8 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     if plan.get("mode") == "gpu":
         _prepare_gpu(scratch_root, log)
     started, t0 = utcnow(), time.perf_counter()
-    pending = []
-    records = {}
+    pending: list[Job] = []
+    records: dict[str, dict] = {}
     # A resumable plan (a sweep's) streams each record to the disk and skips those already there.
     resumable = bool(plan.get("resumable"))
     for c in plan["cases"]:
@@ -341,7 +342,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         # GEMMs take 2-3x a copy kernel's time. (The sort is stable: plan order otherwise.)
         pending.sort(key=lambda job: job.case.get("control") != "gemm")
     pending.reverse()
-    running = {}
+    running: dict[int, Job] = {}
     done = _recorder(cases_root, records, resumable)
     staged = None  # the next case's process, prepared and waiting for a free worker
 
@@ -449,7 +450,7 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
     a module may touch CUDA, which the runner must never do. Returns the files loaded."""
     if plan.get("mode") == "gpu":
         return []
-    timeouts = {}  # a probe that hangs is given up after its cases' shortest timeout
+    timeouts: dict[str, float] = {}  # a probe that hangs is given up after its cases' shortest timeout
     for c in plan["cases"]:
         # a generated kernel's module is loaded with its imports served from the bundle (harness.kinds.generated)
         if c.get("language", "triton") == "triton" and c.get("kind") != "generated" \
@@ -544,7 +545,7 @@ def _prepare_gpu(scratch_root: str, log) -> None:
 
 def _judge_all(plan: dict, records: dict, triton_version: str) -> list:
     out = []
-    by_id = {}
+    by_id: dict[str, dict] = {}
     for c in plan["cases"]:  # plan order: a P2's gate (its family's P0) is judged before it
         rec = dict(records[c["id"]])
         rec["artifacts"] = {k: f"cases/{c['id']}/{v}" for k, v in rec.get("artifacts", {}).items()}

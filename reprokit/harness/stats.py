@@ -145,12 +145,12 @@ def split_launches(records: list, boundaries: set, counts: list, spins: set | No
     for n in counts:
         seg = launches[i:i + n]
         times = [(e - s) / 1e6 for s, e, _ in seg]
-        out.append((times, [sp / 1e6 for _, _, sp in seg]) if spins else times)
+        out.append((times, [sp / 1e6 for _, _, sp in seg if sp is not None]) if spins else times)
         i += n
     return out
 
 
-def throughput(kind: str, size: dict, median_ms: float, peak: float) -> dict:
+def throughput(kind: str, size: dict, median_ms: float, peak: float | None) -> dict:
     """GB/s (copies: bytes read + written) or TFLOP/s (GEMMs: 2MNK), and the share of `peak`
     (the profile's datasheet GB/s or dense fp16 TFLOP/s)."""
     if kind == "copy":
@@ -177,7 +177,8 @@ def classify_launch_error(exc_type: str, message: str) -> dict:
     out = {"status": "launch_error", "exception": exc_type, "error": f"{exc_type}: {text}"[:500]}
     m = _OOR.search(text)
     if m:
-        out.update(status="out_of_resources", resource=m.group(1).strip(),
+        # (the line below and its comments are inlined into reproducers, which carry no types)
+        out.update(status="out_of_resources", resource=m.group(1).strip(),  # type: ignore[call-overload]
                    required=int(m.group(2)), limit=int(m.group(3)))
         return out
     low = text.lower()

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import types
+from typing import Sequence
 
 from reprokit.harness import elf
 
@@ -157,7 +158,7 @@ def sass_cache_dir():
     return d if d and os.path.isdir(d) else None
 
 
-def _sass_key(tool_path: str, args: list, cubin: bytes) -> str:
+def _sass_key(tool_path: str, args: Sequence[str], cubin: bytes) -> str:
     h = hashlib.sha256()
     h.update(file_digest(tool_path).encode())
     h.update(("\0".join(args) + "\0").encode())

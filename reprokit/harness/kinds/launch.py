@@ -19,6 +19,7 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 from reprokit.harness import bench, nvml, stats
 from reprokit.harness.kinds import cudacpp
@@ -132,12 +133,14 @@ class Bound:
             self.b = rand(K, N)
             self.out = torch.empty(M, N, device=dev, dtype=torch.float16)
             self.base_out = torch.empty_like(self.out)
-            self.inputs = (self.a, self.b)
+            # (inlined into reproducers, which carry no types: a copy has one input, a GEMM two)
+            self.inputs = (self.a, self.b)  # type: ignore[assignment]
         BM, BN = cx.get("BM", 128), cx.get("BN", 128)
         if recipe.grid == "tiles":
             self.grid = (M // BM, N // BN)
         elif recipe.grid == "rows":
-            self.grid = (_cdiv(M, BM),)
+            # (inlined into reproducers, which carry no types: one grid of one or two dimensions)
+            self.grid = (_cdiv(M, BM),)  # type: ignore[assignment]
         else:
             self.grid = (_cdiv(M, BM), _cdiv(N, BN))
         self.args = self._bind(torch, triton, recipe.args, cx)
@@ -307,7 +310,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
             out["status"] = "nondeterministic"
         if benched and (out["status"] == "ok" or not sweep_point):
             samples: list = []
-            how = {"sizes": SWEEP_GEMM_SIZES, "budget": bench.SWEEP} if sweep_point else {}
+            how: dict[str, Any] = {"sizes": SWEEP_GEMM_SIZES, "budget": bench.SWEEP} if sweep_point else {}
             out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples, cubin, **how)
             path = os.path.join(case_dir, "bench.json")
             with open(path, "w") as f:

@@ -37,9 +37,12 @@ import sys
 import threading
 import time
 import types
+from typing import Any
 
 _STATE: dict = {}
 _LOCK = threading.RLock()
+# set on every function the recorder wraps (Triton's run, call, init): a second install leaves it be
+WRAPPED = "_reprokit_wrapped"
 _DERIVING = threading.local()
 
 
@@ -163,7 +166,7 @@ def _event(rec: dict) -> None:
 
 def _wrap_run(cls) -> None:
     original = cls.run
-    if getattr(original, "_reprokit_wrapped", False):
+    if getattr(original, WRAPPED, False):
         return
 
     def run(self, *args, grid=None, warmup=False, **kwargs):
@@ -197,14 +200,14 @@ def _wrap_run(cls) -> None:
             if listen is not None:
                 listen.CURRENT.n = None
 
-    run._reprokit_wrapped = True
+    setattr(run, WRAPPED, True)
     cls.run = run
 
 
 def _wrap_grid_executor(cls) -> None:
     """3.0-3.5's interpreter: GridExecutor(fn, arg_names, grid)(*args, **kwargs) is every launch."""
     original = cls.__call__
-    if getattr(original, "_reprokit_wrapped", False):
+    if getattr(original, WRAPPED, False):
         return
 
     def call(self, *args, **kwargs):
@@ -212,7 +215,7 @@ def _wrap_grid_executor(cls) -> None:
         return _launch(entry, args, kwargs, lambda: original(self, *args, **kwargs),
                        lambda: getattr(self, "arg_names", ()))
 
-    call._reprokit_wrapped = True
+    setattr(call, WRAPPED, True)
     cls.__call__ = call
 
 
@@ -220,14 +223,14 @@ def _keep_jit_kwargs(cls) -> None:
     """3.2-3.5's InterpretedFunction takes the decorator's arguments (do_not_specialize, ...) and
     keeps them only in its rewriter, out of a GridExecutor's reach: note them by function."""
     original = cls.__init__
-    if getattr(original, "_reprokit_wrapped", False) or "kwargs" not in inspect.signature(original).parameters:
+    if getattr(original, WRAPPED, False) or "kwargs" not in inspect.signature(original).parameters:
         return  # 3.0-3.1 take no decorator arguments under the interpreter
 
     def init(self, fn, **kwargs):
         original(self, fn, **kwargs)
         _JIT_KWARGS[fn] = {k: v for k, v in kwargs.items() if k in _JIT_ARGS and v is not None}
 
-    init._reprokit_wrapped = True
+    setattr(init, WRAPPED, True)
     cls.__init__ = init
 
 
@@ -280,7 +283,7 @@ def _launch(entry, args: tuple, kwargs: dict, launch, names=tuple):
 
 def _name(kernel) -> str:
     fn = kernel if inspect.isfunction(kernel) else getattr(kernel, "fn", None)
-    return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "?")
+    return str(getattr(fn, "__name__", None) or getattr(kernel, "__name__", "?"))
 
 
 _LAUNCH = ("grid", "warmup", "stream")
@@ -355,7 +358,7 @@ def _see(launcher, args: tuple, kwargs: dict, grid, warmup: bool = False):
     # What is neither a parameter nor the launch itself (3.0's autotuner and interpreter pass
     # grid and warmup down as keywords) is a launch option.
     options = {n: _plain(v) for n, v in kwargs.items() if n not in params and n not in _LAUNCH and v is not None}
-    the_call = {"args": {n: describe(v) for n, v in bound.items()}, "options": options}
+    the_call: dict[str, Any] = {"args": {n: describe(v) for n, v in bound.items()}, "options": options}
     groups = aliases(bound)
     if groups:  # arguments over one memory (written in place): a replay makes them so again
         the_call["aliases"] = groups
@@ -664,7 +667,7 @@ def _config(cfg) -> dict:
 
 def _wrap_autotuner(cls) -> None:
     original = cls.run
-    if getattr(original, "_reprokit_wrapped", False):
+    if getattr(original, WRAPPED, False):
         return
 
     def run(self, *args, **kwargs):
@@ -695,7 +698,7 @@ def _wrap_autotuner(cls) -> None:
                     "chosen_by": "trace: first config (the interpreter cannot time)"
                     if _STATE["interpret"] and not own else "autotuner"})
 
-    run._reprokit_wrapped = True
+    setattr(run, WRAPPED, True)
     cls.run = run
 
 

@@ -15,6 +15,8 @@ def _chain() -> None:
         path = os.path.join(entry, "sitecustomize.py")
         if os.path.isfile(path):
             spec = importlib.util.spec_from_file_location("_reprokit_chained_sitecustomize", path)
+            if spec is None or spec.loader is None:
+                return
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             return
