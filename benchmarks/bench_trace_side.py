@@ -33,12 +33,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"reprokit-none": 1.10, "reprokit-small": 1.20}
-# tritonparse's own setup, then the program as `python PROGRAM ARGS` would run it.
+# tritonparse's own setup, then the program as `python PROGRAM ARGS` would run it: its own folder
+# first on sys.path, as Python puts it (a program beside its helpers imports them).
 _TRITONPARSE = r"""
-import runpy, sys
+import os, runpy, sys
 import tritonparse.structured_logging as sl
 sl.init(sys.argv[1], enable_trace_launch=True)
 sys.argv = sys.argv[2:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
