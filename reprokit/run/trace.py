@@ -81,11 +81,12 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
         scratch = tmp.path
         # The program's own compiles, for the capture to start from on the same release
         # (harness.kinds.generated.seeded): the speed of a trace is mostly not compiling everything again.
-        host = replace(host, environ={**(host.environ or {}), "REPROKIT_TRACE_SEED": str(scratch / "seed")})
+        # (the capture's environment only: the program runs in the user's own)
+        harness_host = replace(host, environ={**(host.environ or {}), "REPROKIT_TRACE_SEED": str(scratch / "seed")})
         # The capture's harness loads (Triton, its warm-up, torch) while the program runs, in the
         # program's own Python when the command names it; closed unused if the trace goes no further.
         python = program.interpreter(req.argv, host.environ or {})
-        with LocalExecutor(python=python, host=host) as early:
+        with LocalExecutor(python=python, host=harness_host) as early:
             if python is not None:
                 early.prestart(req.gpu.profile.capability)
             threading.Thread(target=_ready_to_pack, daemon=True).start()
@@ -107,7 +108,7 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
             executor = early
             if ran.start["python"] != python:
                 early.close()
-                executor = LocalExecutor(python=ran.start["python"], host=host)
+                executor = LocalExecutor(python=ran.start["python"], host=harness_host)
             with executor:
                 bundle, results, stack = _capture(req, ran, executor, scratch, listener)
             return Traced(ran, bundle, results, time.perf_counter() - t0, stack)
