@@ -7,7 +7,8 @@
     metric:NAME      NAME (regs, smem, spills, tma:LEVEL, op:NAME@LEVEL) differs between the two
                      stacks by at least the threshold, the same way round as on the original
     wrong            on a GPU: the second stack's output is wrong where the first's (the reference) is
-                     not; on one stack, the harness finds it wrong (a traced call against its recorded outputs)
+                     not; on one stack, the harness finds it wrong (a traced call against its recorded
+                     outputs), the same outputs off with the same bytes as the original's
     slower           on a GPU: the second stack's kernel time is at least (1 + threshold) x the first's;
                      on one stack, x the time the bundle recorded for the case (its reference run),
                      each as a ratio to the same run's baseline where both runs timed one
@@ -64,8 +65,11 @@ def observe(rec: CaseRecord | None, metric: Metric | None, read_ir: Callable[[st
         obs["median_ms"] = kernel.get("median_ms")
         base = (bench[0].get("baseline") or {}) if bench and isinstance(bench[0], dict) else {}
         obs["baseline_ms"] = base.get("median_ms")
-        obs["outputs"] = {k: (v or {}).get("sha256") for k, v in sorted((gpu.get("outputs") or {}).items())
-                          if isinstance(v, dict)}
+        outputs = {k: v for k, v in sorted((gpu.get("outputs") or {}).items()) if isinstance(v, dict)}
+        obs["outputs"] = {k: v.get("sha256") for k, v in outputs.items()}
+        # the outputs off the recorded ones, with the bytes they hold: what "wrong the same way" keeps
+        obs["wrong_outputs"] = {k: v.get("sha256") for k, v in outputs.items()
+                                if (v.get("reference") or {}).get("match") == "differs"}
     return obs
 
 
@@ -98,7 +102,9 @@ class Predicate:
                     f"{self.stacks[1]}, moved by at least {self.threshold:g}")
         if self.kind == "wrong":
             if len(self.stacks) == 1:
-                return f"a wrong output on {self.stacks[0]} (against the recorded outputs)"
+                wrong = ", ".join(t.get("wrong_outputs") or {})
+                return (f"a wrong output on {self.stacks[0]} (against the recorded outputs)"
+                        + (f", {wrong} holding the original's very bytes" if wrong else ""))
             return f"a wrong output on {self.stacks[1]}, right on {self.stacks[0]}"
         if len(self.stacks) == 1:
             return f"{self.stacks[0]} at least {1 + self.threshold:g}x as slow as the bundle's recorded run"
@@ -118,8 +124,12 @@ class Predicate:
                 return f"the original's verdict is {verdicts[0]} on every stack named"
             return _with(self, {"verdicts": verdicts})
         if self.kind == "wrong" and len(original) == 1:
-            return _with(self, {}) if a.get("gpu_status") == "wrong" else \
-                f"the original's output is not wrong on {self.stacks[0]} ({a.get('gpu_status') or 'not launched'})"
+            # Wrong the same way: the same outputs off the recorded ones, with the same bytes. Any
+            # wrong output would do for a kernel that writes nothing (an empty body leaves its
+            # output as the program's memory was): that is another failure, not the original's.
+            if a.get("gpu_status") != "wrong":
+                return f"the original's output is not wrong on {self.stacks[0]} ({a.get('gpu_status') or 'not launched'})"
+            return _with(self, {"wrong_outputs": dict(a.get("wrong_outputs") or {})})
         if self.kind == "slower" and len(original) == 1:
             if self.reference is None:
                 return "one-stack slower needs the bundle's recorded GPU run of the case"
@@ -162,7 +172,9 @@ class Predicate:
         if self.kind in ("crash", "verdict"):
             return True
         if self.kind == "wrong" and len(observed) == 1:
-            return observed[0].get("gpu_status") == "wrong"
+            same = not self.target.get("wrong_outputs") or \
+                dict(observed[0].get("wrong_outputs") or {}) == dict(self.target["wrong_outputs"])
+            return observed[0].get("gpu_status") == "wrong" and same
         if self.kind == "slower" and len(observed) == 1:
             ratio = _ratio(dict(self.reference or {}), observed[0])
             return ratio is not None and ratio >= 1 + self.threshold

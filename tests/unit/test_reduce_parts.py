@@ -125,7 +125,7 @@ def test_a_crash_signature_ignores_paths_addresses_and_positions():
 def _obs(status="ok", verdict="tma", value=None, **kw):
     return {"status": status, "verdict": verdict, "signal": kw.get("signal"), "failing_pass": kw.get("failing_pass"),
             "error": kw.get("error", ""), "value": value,
-            **{k: v for k, v in kw.items() if k in ("gpu_status", "median_ms", "baseline_ms", "outputs")}}
+            **{k: v for k, v in kw.items() if k in ("gpu_status", "median_ms", "baseline_ms", "outputs", "wrong_outputs")}}
 
 
 def test_crash_holds_only_for_the_same_failure():
@@ -167,6 +167,14 @@ def test_wrong_and_slower_read_the_gpu_facts():
 def test_one_stack_wrong_and_slower_read_the_harness_and_the_recorded_run():
     p = parse("wrong", ("local",), None, "crash").learn([_obs(gpu_status="wrong")])
     assert not isinstance(p, str) and p.holds([_obs(gpu_status="wrong")]) and not p.holds([_obs(gpu_status="ok")])
+    # wrong the same way: a planted `+ 1.0` keeps c's wrong bytes; a kernel reduced to `pass`
+    # leaves c as the program's memory was, wrong too, but not the original's failure
+    planted = _obs(gpu_status="wrong", wrong_outputs={"c": "c0ffee"})
+    q = parse("wrong", ("local",), None, "crash").learn([planted])
+    assert not isinstance(q, str) and "c holding the original's very bytes" in q.describe()
+    assert q.holds([_obs(gpu_status="wrong", wrong_outputs={"c": "c0ffee"})])
+    assert not q.holds([_obs(gpu_status="wrong", wrong_outputs={"c": "0000"})])     # the empty kernel
+    assert not q.holds([_obs(gpu_status="wrong", wrong_outputs={"c": "c0ffee", "d": "11"})])
     recorded = _obs(gpu_status="ok", median_ms=1.0, baseline_ms=1.0)
     s = replace(parse("slower", ("local",), 0.5, "crash"), reference=recorded)
     # timed against the same run's baseline: a board twice as fast overall is no slowdown
