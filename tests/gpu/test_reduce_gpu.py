@@ -65,16 +65,22 @@ def _reduce(subject: driver.Subject, spec: str, threshold, tmp: Path) -> driver.
     return r
 
 
-def test_a_planted_bug_stays_wrong_while_the_kernel_shrinks(tmp_path):
+def test_a_planted_bug_stays_wrong_the_same_way_while_the_kernel_shrinks(tmp_path):
+    """Every element of c off by the planted 1.0: the reduced kernel must write the very bytes the
+    planted one wrote (an emptied kernel is wrong too, but leaves c as memory was: on the H100 the
+    looser predicate once reduced this case to `pass`). Little of a matmul can go without changing
+    them: the lines do, the planted bug stays."""
+    planted = "c_desc.store([offs_am, offs_bn], (accumulator + 1.0).to(dtype))"
     subject = _subject("h100-trace-tensors-triton-3.6.0.tgz", "matmul_kernel_descriptor_persistent.1",
-                       lambda s: s.replace("c_desc.store([offs_am, offs_bn], accumulator.to(dtype))",
-                                           "c_desc.store([offs_am, offs_bn], (accumulator + 1.0).to(dtype))"),
+                       lambda s: s.replace("c_desc.store([offs_am, offs_bn], accumulator.to(dtype))", planted),
                        tmp_path)
     r = _reduce(subject, "wrong", None, tmp_path)
-    assert r.reduced.nodes < r.original.nodes, r.line()
+    assert r.reduced.lines < r.original.lines and r.reduced.nodes <= r.original.nodes, r.line()
+    assert planted in r.state.source
     (path,) = r.bundles
     rec = open_bundle(path).records.case(subject.case_id)
     assert rec.gpu.get("status") == "wrong"
+    assert {k: (v.get("reference") or {}).get("match") for k, v in rec.gpu["outputs"].items()} == {"c_ptr": "differs"}
 
 
 def test_a_planted_slowdown_stays_slower_while_the_kernel_shrinks(tmp_path):
