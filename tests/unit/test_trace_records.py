@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from reprokit.trace import program
 from reprokit.trace.program import merge, parse
 
 
@@ -93,3 +94,22 @@ def test_torch_compiles_caches_are_off_in_a_traced_run_unless_the_user_chose(tmp
     for key in program.INDUCTOR_CACHES:
         mine = program.child_env(tmp_path, opts, {"PATH": "/bin", key: "0"})
         assert mine[key] == "0" and not any(k in mine for k in program.INDUCTOR_CACHES if k != key)
+
+
+def test_the_python_a_command_runs_is_found_on_its_own_path(tmp_path):
+    """The capture's harness is prestarted in the Python the command names (argv[0] on the PATH
+    the program gets, absolute, a venv's link left as it is); a launcher or a script gets none."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python3.12", "torchrun", "python-config"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    (bin_dir / "python").symlink_to(bin_dir / "python3.12")
+    env = {"PATH": str(bin_dir)}
+    assert program.interpreter(("python", "p.py"), env) == str(bin_dir / "python")  # not resolved
+    assert program.interpreter(("python3.12", "p.py"), env) == str(bin_dir / "python3.12")
+    assert program.interpreter((str(bin_dir / "python"), "p.py"), {}) == str(bin_dir / "python")
+    assert program.interpreter(("torchrun", "p.py"), env) is None
+    assert program.interpreter(("python-config",), env) is None
+    assert program.interpreter(("python3.99", "p.py"), env) is None  # not on that PATH
+    assert program.interpreter((), env) is None
