@@ -30,13 +30,13 @@ from typing import IO, Callable, Mapping, cast
 from reprokit import limits as bundle_limits
 from reprokit import locks
 from reprokit.bundle import meaning, schemas, tensorfile
+from reprokit.bundle.schemas import TRACE_DOC
 from reprokit.errors import BundleInvalid, BundleRefused, BundleUnusable, FileSystemError, OutputExists, UsageError
 from reprokit.records import RecordInvalid, Results
 
 FORMATS = (1, 1)            # the manifest formats this reprokit reads, oldest..newest
 DOCS = ("plan.json", "results.json", "env.json")
 UNLISTED = ("manifest.json", "SHA256SUMS")   # the two files the manifest cannot list
-TRACE_DOC = "trace/trace.json"  # a trace bundle's record of its program (schemas/trace.schema.json)
 RECORDS = "results.json (parsed)"             # where _check_contents leaves the typed results
 # One set of limits with what `trace` writes (reprokit/limits.py).
 DEFAULT_MAX_BUNDLE_BYTES = bundle_limits.MAX_BUNDLE_BYTES

@@ -9,6 +9,7 @@ from pathlib import Path
 from reprokit.config import defaults_root
 from reprokit.errors import MissingDependency
 
+TRACE_DOC = "trace/trace.json"  # a trace bundle's record of its program, written and read as the others
 # Document name (as the file appears in a bundle) -> schema file in schemas/.
 SCHEMA_FILES = {
     "manifest.json": "manifest.schema.json",
@@ -16,7 +17,7 @@ SCHEMA_FILES = {
     "results.json": "results.schema.json",
     "env.json": "env.schema.json",
     "sweep.json": "sweep.schema.json",
-    "trace/trace.json": "trace.schema.json",
+    TRACE_DOC: "trace.schema.json",
 }
 _MAX_REPORTED = 20
 _MAX_REASON = 200

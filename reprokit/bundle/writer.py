@@ -26,6 +26,7 @@ from typing import Mapping
 from reprokit import __version__, locks
 from reprokit.bundle import readme, schemas
 from reprokit.bundle.redact import SHARE_CLASSES, HostFacts, Outcome, Scrubber, content_words, recorded_homes
+from reprokit.bundle.schemas import TRACE_DOC
 from reprokit.bundle.templates import template_words, templates_sha256
 from reprokit.common.redact import MARKER, cut_values, redact_argv, redact_env
 from reprokit.errors import CaptureInvalid, FileSystemError, OutputExists, UsageError
@@ -42,7 +43,6 @@ _NO_SHAPE_ROLES = ("ir", "cubin")
 # byte-exact and never scanned: random float bytes hold any short name by chance, and a rewrite
 # would break the archive (docs/trace.md).
 TENSORS = "trace/tensors/"
-TRACE_DOC = "trace/trace.json"
 _SLUG = re.compile(r"[^A-Za-z0-9._+-]+")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COPY_BUFSIZE = 1 << 20
