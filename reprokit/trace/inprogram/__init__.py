@@ -6,3 +6,7 @@ the names it uses; `standin` gives the interpreter a driver where a CPU has none
 follows 3.0-3.3's host-filled descriptors; `writeonly` finds outputs a kernel only writes.
 None of it imports the host side of reprokit: only the standard library, that Triton, and the
 harness modules the capture uses too (so that both sides normalise alike)."""
+
+# Set on every Triton or Inductor function the recorder and the listener wrap (JITFunction.run,
+# Autotuner.run, CachingAutotuner.run, ...): a second install leaves a wrapped one be.
+WRAPPED = "_reprokit_wrapped"

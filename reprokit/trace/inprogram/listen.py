@@ -31,6 +31,8 @@ import shutil
 import sys
 import threading
 
+from reprokit.trace.inprogram import WRAPPED
+
 _STATE: dict = {}
 _LOCK = threading.RLock()
 # the recorded @jit specialisation being launched in this thread (recorder sets it)
@@ -406,7 +408,7 @@ def _watch_inductor() -> None:
 
 def _wrap_caching_autotuner(module) -> None:
     cls = getattr(module, "CachingAutotuner", None)
-    if cls is None or getattr(cls.run, "_reprokit_wrapped", False):
+    if cls is None or getattr(cls.run, WRAPPED, False):
         return
     original = cls.run
 
@@ -427,7 +429,7 @@ def _wrap_caching_autotuner(module) -> None:
         launches[key] = launches.get(key, 0) + 1  # a dict increment per launch: the whole cost
         return result
 
-    run.__dict__["_reprokit_wrapped"] = True
+    run.__dict__[WRAPPED] = True
     cls.run = run
 
 

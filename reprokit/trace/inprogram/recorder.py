@@ -39,10 +39,10 @@ import time
 import types
 from typing import Any
 
+from reprokit.trace.inprogram import WRAPPED
+
 _STATE: dict = {}
 _LOCK = threading.RLock()
-# set on every function the recorder wraps (Triton's run, call, init): a second install leaves it be
-WRAPPED = "_reprokit_wrapped"
 _DERIVING = threading.local()
 
 
@@ -200,7 +200,7 @@ def _wrap_run(cls) -> None:
             if listen is not None:
                 listen.CURRENT.n = None
 
-    setattr(run, WRAPPED, True)
+    run.__dict__[WRAPPED] = True
     cls.run = run
 
 
@@ -215,7 +215,7 @@ def _wrap_grid_executor(cls) -> None:
         return _launch(entry, args, kwargs, lambda: original(self, *args, **kwargs),
                        lambda: getattr(self, "arg_names", ()))
 
-    setattr(call, WRAPPED, True)
+    call.__dict__[WRAPPED] = True
     cls.__call__ = call
 
 
@@ -230,7 +230,7 @@ def _keep_jit_kwargs(cls) -> None:
         original(self, fn, **kwargs)
         _JIT_KWARGS[fn] = {k: v for k, v in kwargs.items() if k in _JIT_ARGS and v is not None}
 
-    setattr(init, WRAPPED, True)
+    init.__dict__[WRAPPED] = True
     cls.__init__ = init
 
 
@@ -698,7 +698,7 @@ def _wrap_autotuner(cls) -> None:
                     "chosen_by": "trace: first config (the interpreter cannot time)"
                     if _STATE["interpret"] and not own else "autotuner"})
 
-    setattr(run, WRAPPED, True)
+    run.__dict__[WRAPPED] = True
     cls.run = run
 
 

@@ -25,6 +25,7 @@ import weakref
 from collections import OrderedDict
 
 from reprokit.common.shapes import contiguous_strides
+from reprokit.trace.inprogram import WRAPPED
 
 DESC_BYTES = 128
 _KEEP = 4096  # fills remembered for matching (a program fills a few per launch)
@@ -37,7 +38,7 @@ def install(describe_tensor) -> list:
     """Wrap what this release has; returns the names wrapped (for the start record)."""
     wrapped = []
     for utils in utils_classes():
-        if not getattr(utils.__init__, "_reprokit_wrapped", False):
+        if not getattr(utils.__init__, WRAPPED, False):
             _wrap_utils_class(utils, describe_tensor)
             wrapped.append("CudaUtils.fill_*_tma_descriptor")
     if importlib.util.find_spec("triton.tools.experimental_descriptor") is not None:
@@ -46,7 +47,7 @@ def install(describe_tensor) -> list:
 
         for name in ("create_1d_tma_descriptor", "create_2d_tma_descriptor"):
             fn = getattr(tools, name, None)
-            if fn is not None and not getattr(fn, "_reprokit_wrapped", False):
+            if fn is not None and not getattr(fn, WRAPPED, False):
                 setattr(tools, name, _wrap_create(fn, name))
                 wrapped.append(f"experimental_descriptor.{name}")
     return wrapped
@@ -82,7 +83,7 @@ def _wrap_utils_class(cls, describe_tensor):
         original(self, *args, **kwargs)
         _wrap_instance(self, describe_tensor)
 
-    __init__._reprokit_wrapped = True
+    __init__.__dict__[WRAPPED] = True
     cls.__init__ = __init__
     existing = cls.__dict__.get("instance")  # made before the recorder was installed
     if existing is not None:
@@ -93,7 +94,7 @@ def _wrap_instance(utils, describe_tensor) -> None:
     for rank in (1, 2):
         name = f"fill_{rank}d_tma_descriptor"
         fn = getattr(utils, name, None)
-        if fn is not None and not getattr(fn, "_reprokit_wrapped", False):
+        if fn is not None and not getattr(fn, WRAPPED, False):
             setattr(utils, name, _wrap_fill(fn, rank, f"driver.active.utils.{name}", describe_tensor))
 
 
@@ -115,7 +116,7 @@ def _wrap_create(fn, name):
         finally:
             _creating().pop()
 
-    create._reprokit_wrapped = True
+    create.__dict__[WRAPPED] = True
     return create
 
 
@@ -129,7 +130,7 @@ def _wrap_fill(fn, rank, api, describe_tensor):
             pass
         return result
 
-    fill._reprokit_wrapped = True
+    fill.__dict__[WRAPPED] = True
     return fill
 
 
