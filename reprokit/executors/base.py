@@ -100,6 +100,16 @@ def harness_env(host: HostEnv, extra: dict | None = None) -> dict:
     return env
 
 
+def harness_args(plan: str, kernels: str, out: str, workers: int) -> list[str]:
+    """The harness's arguments for one run (on its command line, or told to a prestarted one)."""
+    return ["--plan", plan, "--kernels", kernels, "--out", out, "--workers", str(workers)]
+
+
 def harness_argv(python: str, plan: str, kernels: str, out: str, workers: int) -> list[str]:
-    return [python, "-m", "reprokit.harness", "--plan", plan, "--kernels", kernels, "--out", out,
-            "--workers", str(workers)]
+    return [python, "-m", "reprokit.harness", *harness_args(plan, kernels, out, workers)]
+
+
+def prestart_argv(python: str, capability: int) -> list[str]:
+    """A harness started before its run is known: it loads what every run loads for a GPU of this
+    capability, then reads the run's arguments on stdin (reprokit.harness.__main__)."""
+    return [python, "-m", "reprokit.harness", "--prestart", str(capability)]

@@ -15,7 +15,7 @@ from pathlib import Path
 from reprokit import proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError, FileSystemError
-from reprokit.executors.base import Executor, RunResult, harness_argv, harness_env
+from reprokit.executors.base import Executor, RunResult, harness_args, harness_argv, harness_env, prestart_argv
 from reprokit.options import HostEnv
 
 
@@ -33,8 +33,8 @@ class LocalExecutor(Executor):
         when the run comes (as an unstarted one would)."""
         if self._started is None:
             try:
-                self._started = proc.start([self.python, "-m", "reprokit.harness", "--prestart", str(capability)],
-                                           env=harness_env(self.host), capture_stdout=False, stdin=True)
+                self._started = proc.start(prestart_argv(self.python, capability), env=harness_env(self.host),
+                                           capture_stdout=False, stdin=True)
             except FileSystemError:
                 self._started = None
 
@@ -44,15 +44,8 @@ class LocalExecutor(Executor):
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool, scratch: Path | None = None) -> RunResult:
         started, self._started = self._started, None
-        if started is None:
-            return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
-                                      scratch=scratch)
-        argv = harness_argv(self.python, str(capture_dir / "plan.json"), str(capture_dir / "kernels"),
-                            str(capture_dir), workers)[3:]
-        told = json.dumps({"argv": argv, "env": {"TMPDIR": str(scratch)} if scratch else {}})
-        r = started.finish(told + "\n", timeout=timeout_s, log_path=capture_dir / "logs" / "executor.log")
-        return RunResult(executor=self.name, returncode=r.returncode, timed_out=r.timed_out, log_tail=r.stderr_tail,
-                         runtime={"python": self.python})
+        return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
+                                  scratch=scratch, started=started)
 
     def close(self) -> None:
         started, self._started = self._started, None
@@ -61,15 +54,21 @@ class LocalExecutor(Executor):
 
 
 def run_python_harness(executor: Executor, python: str, capture_dir: Path, *, workers: int,
-                       timeout_s: float, scratch: Path | None = None) -> RunResult:
-    """Run the harness as a host subprocess of `python` (shared by the local and venv executors)."""
+                       timeout_s: float, scratch: Path | None = None, started: proc.Started | None = None) -> RunResult:
+    """Run the harness as a host subprocess of `python` (shared by the local and venv executors),
+    or hand the run to `started`, a harness of that python prestarted (LocalExecutor.prestart)."""
     capture_dir = Path(capture_dir)
-    argv = harness_argv(python, str(capture_dir / "plan.json"), str(capture_dir / "kernels"),
-                        str(capture_dir), workers)
-    try:
-        r = proc.run(argv, timeout=timeout_s, env=harness_env(executor.host, {"TMPDIR": str(scratch)} if scratch else None), capture_stdout=False,
-                     log_path=capture_dir / "logs" / "executor.log")
-    except OSError as e:
-        raise ExecutorError(f"{executor.name}: cannot start {python}: {e.strerror}") from None
+    where = (str(capture_dir / "plan.json"), str(capture_dir / "kernels"), str(capture_dir), workers)
+    extra = {"TMPDIR": str(scratch)} if scratch else {}
+    log = capture_dir / "logs" / "executor.log"
+    if started is not None:
+        r = started.finish(json.dumps({"argv": harness_args(*where), "env": extra}) + "\n", timeout=timeout_s,
+                           log_path=log)
+    else:
+        try:
+            r = proc.run(harness_argv(python, *where), timeout=timeout_s, env=harness_env(executor.host, extra or None),
+                         capture_stdout=False, log_path=log)
+        except OSError as e:
+            raise ExecutorError(f"{executor.name}: cannot start {python}: {e.strerror}") from None
     return RunResult(executor=executor.name, returncode=r.returncode, timed_out=r.timed_out, log_tail=r.stderr_tail,
                      runtime={"python": python})
