@@ -231,7 +231,7 @@ def test_the_tolerance_script_measures_strays_per_kind_and_refuses_unknown_board
     assert out["boards"] == 2 and set(out["kinds"]) == {"copy", "gemm"}
     assert all(0 < k["absolute"] < 0.5 and k["per_baseline"] is not None for k in out["kinds"].values())
     with pytest.raises(SystemExit, match="no board identity"):
-        tol.main([str(a), str(GPU_36)])
+        tol.main([str(a), str(_with_board(tmp_path, "unknown.tgz", None))])
     with pytest.raises(SystemExit, match="at least two boards"):
         tol.main([str(a), str(_with_board(tmp_path, "a2.tgz", UUID_A))])
 

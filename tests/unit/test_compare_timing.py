@@ -133,10 +133,10 @@ def test_a_time_that_moved_moves_the_cell_and_only_then():
     assert across and all(j.label not in timing.MOVED and j.board == boards.BOARD_UNKNOWN for j in across.values())
     one_board = dict(time_labels(base, slowed, "cuda_tma.p0", board=boards.SAME_BOARD))
     assert one_board["4096x4096"].label == timing.SLOWER and one_board["4096x4096"].board is None
-    # through the grid: the 3.0.0 bundle predates board records, so its column is "board unknown",
-    # and a cell moves on time exactly when one of its sizes' labels moved
+    # through the grid: the 3.0.0 and 3.6.0 examples were made on one board (one device call), so
+    # its column is "same board", and a cell moves on time exactly when one of its sizes' labels moved
     grid = compare([GPU_36, ROOT / "bundles" / "examples" / "h100-gpu-triton-3.0.0.tgz"])
-    assert grid.columns[1].board_relation == boards.BOARD_UNKNOWN
+    assert grid.columns[1].board_relation == boards.SAME_BOARD
     for r in grid.rows:
         c = r.cells[1]
         assert ("time" in c.moved) == any(j.moved for _, j in c.time_labels)

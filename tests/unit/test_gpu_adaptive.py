@@ -161,7 +161,7 @@ def test_when_every_sample_is_under_the_floor_they_are_kept_and_flagged():
 
 def test_the_adaptive_h100_bundle_holds_what_the_docs_say():
     """bundles/examples/h100-gpu-triton-3.6.0-adaptive.tgz (docs/performance.md): every
-    contender reached its noise target with a clock reading per sample and none discarded, the
+    contender reached its noise target with a clock reading per sample, at most 1% discarded, the
     flush and idle gap follow launch.bench_policy, and its raw samples agree with its summaries."""
     from pathlib import Path
 
@@ -177,7 +177,12 @@ def test_the_adaptive_h100_bundle_holds_what_the_docs_say():
             {"flush_l2": True, "idle_factor": launch.bench_policy(kind, row["size"])["idle_factor"]}
         for who in ("kernel", "baseline"):
             k = row[who]
-            assert k["headline"] == "profiler" and k["stopping"]["reached"] and k["clock"]["discarded"] == 0
+            assert k["headline"] == "profiler" and k["stopping"]["reached"]
+            # A sample whose clock fell under the floor is discarded, counted and flagged; few are.
+            clock = k["clock"]
+            assert clock["flagged"] == (clock["discarded"] > 0) and not clock["all_below_floor"]
+            assert clock["discarded"] <= 0.01 * sum(k["stopping"]["samples"])
+            assert clock["min_mhz"] >= clock["floor_mhz"]  # what is kept is above the floor
             assert all(n >= bench.MIN_SAMPLES for n in k["stopping"]["samples"])
             assert 1500 < k["clock"]["median_mhz"] < 2200
     import json

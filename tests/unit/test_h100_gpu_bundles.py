@@ -1,9 +1,10 @@
-"""The H100 bundles of bundles/examples/ (gpu mode, share mode, the lab H100's own triton 3.6.0 /
+"""The H100 bundles of bundles/examples/ (gpu mode, the board's identity kept, the lab H100's own triton 3.6.0 /
 torch 2.11, and a Triton 3.0.0 wheel carried there): they verify, and hold NVML around each
 benchmark, correctness, determinism, timings with raw samples, launch failures and IR."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -24,14 +25,24 @@ def bundle(request):
     return request.param, open_bundle(BUNDLES[request.param])
 
 
-def test_share_redacted_gpu_run_of_the_named_triton(bundle):
+def test_gpu_run_of_the_named_triton_keeps_its_board_but_no_raw_uuid(bundle):
+    """Made without --share (scripts/examples.py): env.json keeps the board's identity, the sha256
+    of the UUID NVML read, so a replay on another H100 reads "another board"; and its state."""
     version, b = bundle
     assert b.results["triton"] == version and b.results["mode"] == "gpu" and b.manifest["mode"] == "gpu"
-    assert b.manifest["share"]["applied"] is True
+    assert b.manifest["share"]["applied"] is False
     dev = b.env["gpu"]["devices"][0]
-    assert dev["name"] == "NVIDIA H100 80GB HBM3" and dev["uuid"] == "<gpu-uuid>" and dev["serial"] == "<gpu-serial>"
-    uuid = re.compile(rb"GPU-[0-9a-fA-F]{8}-")  # not the words "GPU-side" of a clock's source
-    assert not uuid.search(b.read("results.json")) and not uuid.search(b.read("env.json"))
+    assert dev["name"] == "NVIDIA H100 80GB HBM3" and dev["uuid"].startswith("GPU-")
+    assert b.env["board"]["identity"] == {"uuid_sha256": hashlib.sha256(dev["uuid"].encode()).hexdigest()}
+    state = b.env["board"]["state"]
+    assert state["driver"] and state["power_limit_w"] > 0 and state["clocks_mhz"]["sm_max"] > 0, state
+
+
+def test_both_triton_runs_were_made_on_one_board():
+    """The three suite GPU examples were remade in one device call, so all name the same board."""
+    names = ("h100-gpu-triton-3.6.0.tgz", "h100-gpu-triton-3.6.0-adaptive.tgz", "h100-gpu-triton-3.0.0.tgz")
+    ids = {json.dumps(open_bundle(EXAMPLES / n).env["board"]["identity"]) for n in names}
+    assert len(ids) == 1 and "null" not in ids, ids
 
 
 def test_every_launched_case_is_checked_and_deterministic(bundle):
