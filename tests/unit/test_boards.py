@@ -249,3 +249,23 @@ def test_the_committed_three_board_measurements_stay_within_the_documented_toler
         limit = boards.TOLERANCES[kind]
         assert 0 < measured["absolute"] < limit.absolute, (kind, measured["absolute"])
         assert 0 < measured["per_baseline"] < limit.per_baseline, (kind, measured["per_baseline"])
+
+
+def test_the_committed_examples_replayed_on_another_board_keep_every_time():
+    """bundles/boards/replays/: each committed H100 suite GPU example replayed on a newly started
+    lease (docs/gpu.md, "Across boards"): the grid says "another board", every timed size is judged
+    against the cross-board tolerance, and none is FASTER or SLOWER."""
+    replays = {r.name: r for r in (ROOT / "bundles" / "boards" / "replays").glob("*.tgz")}
+    examples = ("h100-gpu-triton-3.6.0-adaptive.tgz", "h100-gpu-triton-3.6.0.tgz", "h100-gpu-triton-3.0.0.tgz")
+    judged = 0
+    for name in examples:
+        recorded = ROOT / "bundles" / "examples" / name
+        sha = open_bundle(recorded).sha256
+        (replay,) = [p for p in replays.values() if open_bundle(p).manifest.get("parent") == sha]
+        grid = compare([recorded, replay])
+        assert grid.columns[1].board_relation == boards.ANOTHER_BOARD and not grid.moved, name
+        labels = [j for r in grid.rows for _, j in r.cells[1].time_labels]
+        assert len(labels) >= 15 and all(j.board == boards.ANOTHER_BOARD for j in labels), name
+        assert not [j for j in labels if j.label in timing.MOVED], name
+        judged += len(labels)
+    assert judged == 49
