@@ -3,12 +3,13 @@
 harness against the outputs the trace recorded), a planted slowdown in the suite's tensor-descriptor
 copy keeps `slower` (against the time the bundle recorded, both as ratios to their run's torch
 copy). Each reduction is capped by a time limit, rechecked from a clean run and bundled; the
-figures land under $OUT when it is set."""
+figures and the reduced bundles land under $OUT when it is set."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,8 @@ def _reduce(subject: driver.Subject, spec: str, threshold, tmp: Path) -> driver.
         Path(out).mkdir(parents=True, exist_ok=True)
         with open(Path(out) / f"reduce-{spec}.json", "w") as f:
             json.dump(r.to_dict(), f, indent=1)
+        for b in r.bundles:  # the reduced bundles, to commit beside the figures
+            shutil.copy2(b, Path(out) / f"reduce-{spec}-{Path(b).name}")
     return r
 
 
