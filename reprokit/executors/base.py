@@ -61,6 +61,11 @@ class Executor(ABC):
         gets the host's environment; None where the executor does not know it."""
         return self.host.child_environ().get("HOME")
 
+    def keep_warm(self, capability: int | None) -> None:  # noqa: B027 - a default: an executor that cannot, doesn't
+        """Runs come one after another (a reduction's batches): start each run's successor harness
+        as the run begins, loading for a GPU of this capability (the local and venv executors);
+        None stops it."""
+
     def close(self) -> None:  # noqa: B027 - a default for executors that hold nothing, not an abstract step
         """Give back what the executor holds (nothing, unless it talks to an engine)."""
 

@@ -3,7 +3,9 @@
 It may be prestarted: the harness process loads Triton, its warm-up and torch at once and waits
 for its run (`python -m reprokit.harness --prestart`), so that a trace's capture does not pay for
 them after the program has ended. The run then reaches it on its stdin; an executor closed
-without a run calls it off.
+without a run calls it off. An executor kept warm (`keep_warm`, for runs that come one after
+another, as a reduction's batches do) starts the next run's harness as each run begins (Warm,
+shared with the venv executor).
 """
 
 from __future__ import annotations
@@ -19,38 +21,69 @@ from reprokit.executors.base import Executor, RunResult, harness_args, harness_a
 from reprokit.options import HostEnv
 
 
+class Warm:
+    """Harnesses started before their run, one per interpreter: loading Triton, its warm-up and
+    torch while something else happens (a traced program, the run before). `start` begins one
+    now; `keep(capability)` makes every `take` start the next one as it hands one out (until
+    `keep(None)`); `close`
+    calls off those no run took. A harness that cannot start says so when its run comes, as an
+    unstarted one would."""
+
+    def __init__(self, host: HostEnv):
+        self.host = host
+        self.capability: int | None = None
+        self.started: dict[str, proc.Started] = {}
+
+    def start(self, python: str, capability: int) -> None:
+        if python not in self.started:
+            try:
+                self.started[python] = proc.start(prestart_argv(python, capability), env=harness_env(self.host),
+                                                  capture_stdout=False, stdin=True)
+            except FileSystemError:
+                pass
+
+    def keep(self, capability: int | None) -> None:
+        self.capability = capability
+
+    def take(self, python: str) -> proc.Started | None:
+        """The harness started for `python`, if any; kept warm, the next one starts now, beside this run."""
+        started = self.started.pop(python, None)
+        if self.capability is not None:
+            self.start(python, self.capability)
+        return started
+
+    def close(self) -> None:
+        started, self.started = list(self.started.values()), {}
+        for s in started:
+            s.cancel()
+
+
 class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, python: str | None = None, *, host: HostEnv | None = None):
         self.python = python or sys.executable
         self.host = host or HostEnv()
-        self._started: proc.Started | None = None
+        self._warm = Warm(self.host)
 
     def prestart(self, capability: int) -> None:
         """Start the harness now, loading what its run will need for a GPU of this capability;
-        the next run_harness hands it its run. OSError-free: a harness that cannot start says so
-        when the run comes (as an unstarted one would)."""
-        if self._started is None:
-            try:
-                self._started = proc.start(prestart_argv(self.python, capability), env=harness_env(self.host),
-                                           capture_stdout=False, stdin=True)
-            except FileSystemError:
-                self._started = None
+        the next run_harness hands it its run."""
+        self._warm.start(self.python, capability)
+
+    def keep_warm(self, capability: int | None) -> None:
+        self._warm.keep(capability)
 
     def prepare(self, stack: Stack) -> dict:
         return {"python": self.python}
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool, scratch: Path | None = None) -> RunResult:
-        started, self._started = self._started, None
         return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
-                                  scratch=scratch, started=started)
+                                  scratch=scratch, started=self._warm.take(self.python))
 
     def close(self) -> None:
-        started, self._started = self._started, None
-        if started is not None:
-            started.cancel()
+        self._warm.close()
 
 
 def run_python_harness(executor: Executor, python: str, capture_dir: Path, *, workers: int,

@@ -18,7 +18,7 @@ from reprokit import locks, proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError, FileSystemError, OutputExists
 from reprokit.executors.base import Executor, RunResult
-from reprokit.executors.local import run_python_harness
+from reprokit.executors.local import Warm, run_python_harness
 from reprokit.options import HostEnv, Report, quiet
 
 MARKER = "reprokit-venv.json"
@@ -35,6 +35,13 @@ class VenvExecutor(Executor):
         # depend on which venv or checkout reprokit itself runs from.
         self.python = python or os.path.realpath(sys.executable)
         self.report = report
+        self._warm = Warm(self.host)
+
+    def keep_warm(self, capability: int | None) -> None:
+        self._warm.keep(capability)
+
+    def close(self) -> None:
+        self._warm.close()
 
     def spec(self, stack: Stack) -> dict:
         reqs = [f"triton=={stack.triton}"]
@@ -117,6 +124,7 @@ class VenvExecutor(Executor):
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
                     gpu: bool, scratch: Path | None = None) -> RunResult:
         python = str(self.venv_dir(stack) / "bin" / "python")
-        result = run_python_harness(self, python, capture_dir, workers=workers, timeout_s=timeout_s, scratch=scratch)
+        result = run_python_harness(self, python, capture_dir, workers=workers, timeout_s=timeout_s, scratch=scratch,
+                                    started=self._warm.take(python))
         return RunResult(result.executor, result.returncode, result.timed_out, result.log_tail,
                          {**result.runtime, "venv": str(self.venv_dir(stack))})

@@ -223,6 +223,8 @@ def reduce(subject: Subject, stacks: list[Stack], predicate: Predicate, executor
     file = kernel_ref(dict(subject.case))[0]
     original = State.of((subject.kernels / file).read_text(), dict(subject.case))
     cache = cache_mod.Cache(settings.work)
+    # Batches run one after another: each batch's harness loads (Triton, torch) beside the one before.
+    executor.keep_warm(settings.gpu.profile.capability)
     try:
         if predicate.kind == "slower" and len(stacks) == 1 and subject.recorded is not None:
             predicate = replace(predicate, reference=observe(subject.recorded, None, None))
@@ -267,6 +269,7 @@ def reduce(subject: Subject, stacks: list[Stack], predicate: Predicate, executor
         return Reduction(predicate, size(original), size(best), clock() - t0, ev.compiles, cache.loaded,
                          tuple(steps), best, stopped)
     finally:
+        executor.keep_warm(None)
         cache.close()
 
 
