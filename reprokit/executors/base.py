@@ -89,11 +89,15 @@ def sass_cache(host: HostEnv) -> Path | None:
 
 
 def harness_env(host: HostEnv, extra: dict | None = None) -> dict:
-    """The environment a host-side harness run gets: the host's, with reprokit importable first
-    and the SASS cache named (or unset when it is off)."""
+    """The environment a host-side harness run gets: the host's, with reprokit importable first,
+    the SASS cache named (or unset when it is off), and never Triton's interpreter."""
 
     # The child gets the environment as the user set it (read once, at the edge): that is what runs.
     env = host.child_environ()
+    # All but one variable: the harness compiles ahead of time, and under Triton's interpreter (a
+    # user's TRITON_INTERPRET=1, set for their program) every @jit helper (tl.sum, tl.sigmoid)
+    # would be an InterpretedFunction the compiler refuses: a false compile_error for each case.
+    env.pop("TRITON_INTERPRET", None)
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
     cache = sass_cache(host)

@@ -331,3 +331,21 @@ def test_the_programs_own_modules_travel_with_the_kernel(tmp_path, interp_python
     assert "import trace_kernels as K" in (root / "kernels" / "modules.via_module.py").read_text()
     assert (root / "kernels" / "trace_kernels.py").read_bytes() == (PROGRAMS / "trace_kernels.py").read_bytes()
     assert result_cases(root)["via_module.1"]["status"] == "ok"
+
+
+def test_a_users_interpreter_setting_and_attribute_names_give_no_false_failure(tmp_path, interp_python):
+    """Two failures public libraries showed (flash-linear-attention 0.6.0, torchao 0.18.0): with
+    TRITON_INTERPRET=1 already in the user's environment the capture's harness inherited it, and
+    every kernel calling tl.sum or tl.sigmoid was a compile_error (exit 0); and a module-level
+    `maximum` or `sigmoid` of the program, named like an attribute the kernel reads, was copied
+    into the kernel's file (a harness_error: its decorator undefined) or listed as left out."""
+    code, doc, root = trace(tmp_path, interp_python, "names_and_helpers.py", env_extra={"TRITON_INTERPRET": "1"})
+    assert code == 0, doc
+    results = result_cases(root)
+    assert sorted(results) == ["relu_gate.1", "row_sum.1"]
+    assert all(c["status"] == "ok" for c in results.values()), {k: (c["status"], c.get("error")) for k, c in results.items()}
+    plans = plan_cases(root)
+    assert all(not c["trace"]["left_out"] for c in plans.values()), {k: c["trace"]["left_out"] for k, c in plans.items()}
+    for kernel in (root / "kernels").glob("names_and_helpers.*.py"):
+        text = kernel.read_text()
+        assert "def maximum" not in text and "logged" not in text and "SigmoidFunction" not in text, text

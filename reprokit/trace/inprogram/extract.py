@@ -12,6 +12,7 @@ call, so each case compiles exactly one specialisation.
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import textwrap
 import types
@@ -35,12 +36,19 @@ def is_jit(obj) -> bool:
     return type(obj).__name__ == "InterpretedFunction" and isinstance(getattr(obj, "fn", None), types.FunctionType)
 
 
+# The instructions that read a module-level name. `co_names` also holds every attribute the code
+# reads (`tl.maximum` puts `maximum` there): a program's own `maximum`, or `sigmoid = Fn.apply`,
+# would then be taken for something the kernel uses, copied in or reported left out.
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
 def names_used(code: types.CodeType) -> list:
-    """Every global or attribute name the code (and the code nested in it) mentions, in order."""
+    """Every module-level name the code (and the code nested in it) reads, in order; not the
+    names of attributes (`tl.maximum` reads `tl`)."""
     out = []
-    for name in code.co_names:
-        if name not in out:
-            out.append(name)
+    for ins in dis.get_instructions(code):
+        if ins.opname in _GLOBAL_LOADS and ins.argval not in out:
+            out.append(ins.argval)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             out += [n for n in names_used(const) if n not in out]
@@ -106,7 +114,7 @@ class Extraction:
             # Plain Python the kernel calls at compile time (a constexpr_function, a helper class).
             if isinstance(value, types.FunctionType):
                 self.visit(value)
-            self.functions.append(textwrap.dedent(inspect.getsource(value)))
+            self.functions.append(undecorated_source(value))
         else:
             self.skipped.append(name)
 
@@ -117,6 +125,17 @@ class Extraction:
             head.append("from triton.experimental import gluon")
         body = sorted(set(self.imports)) + [""] + self.values
         return "\n".join(head + body + [""] + ["\n" + f for f in self.functions]) + "\n"
+
+
+def undecorated_source(obj) -> str:
+    """A plain function's or class's source from its `def`/`class` line: its decorators name
+    things of the program (a logging wrapper, a registry) that the kernel's file does not have,
+    and a copy called at compile time needs none of them."""
+    text = textwrap.dedent(inspect.getsource(obj))
+    node = ast.parse(text).body[0]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+        return "".join(text.splitlines(keepends=True)[node.lineno - 1:])
+    return text
 
 
 # Packages a stack holds: what comes from them is imported, never copied.
