@@ -349,3 +349,22 @@ def test_a_users_interpreter_setting_and_attribute_names_give_no_false_failure(t
     for kernel in (root / "kernels").glob("names_and_helpers.*.py"):
         text = kernel.read_text()
         assert "def maximum" not in text and "logged" not in text and "SigmoidFunction" not in text, text
+
+
+def test_a_copied_plain_helper_leaves_its_decorators_behind(tmp_path, interp_python):
+    """What the kernel's file gets of a plain function or class: from its `def`/`class` line on,
+    whatever decorators of the program's it had (they are not in that file)."""
+    (tmp_path / "helpers_mod.py").write_text(
+        "import functools\n\ndef logged(f):\n    return f\n\n\n@logged\n@functools.lru_cache(None)\n"
+        "def block_for(n):\n    return 64 if n > 1000 else 16\n\n\n@logged\nclass Cfg:\n    BLOCK = 32\n\n\n"
+        "def plain(x):\n    return x\n")
+    script = ("import json, sys; sys.path.insert(0, sys.argv[1]); import helpers_mod as m\n"
+              "from reprokit.trace.inprogram.extract import undecorated_source as u\n"
+              "print(json.dumps([u(m.block_for.__wrapped__), u(m.Cfg), u(m.plain)]))")
+    p = subprocess.run([interp_python, "-c", script, str(tmp_path)], capture_output=True, text=True, check=False,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    fn, cls, plain = json.loads(p.stdout)
+    assert fn == "def block_for(n):\n    return 64 if n > 1000 else 16\n"
+    assert cls == "class Cfg:\n    BLOCK = 32\n"
+    assert plain == "def plain(x):\n    return x\n"
