@@ -256,6 +256,9 @@ def _replacements(node: ast.expr, params: list[str], local: set[str]) -> list[tu
     if isinstance(node, ast.Call):
         # a call whose result is what a nested call gives: `store(d, load(d, ...), o)` -> `load(d, ...)`
         out += [(f"its argument {i}", a) for i, a in enumerate(node.args) if isinstance(a, ast.Call)]
+    zeros = _zero_block(node)
+    if zeros is not None:
+        out.append(("a zero block of its shape and type", zeros))
     if isinstance(node, ast.Call) and node.keywords:
         for i in range(len(node.keywords)):
             c = copy.deepcopy(node)
@@ -268,6 +271,26 @@ def _replacements(node: ast.expr, params: list[str], local: set[str]) -> list[tu
         if node.value > 2 and node.value & (node.value - 1) == 0:
             out.append((str(node.value // 2), ast.Constant(node.value // 2)))
     return out
+
+
+# Loads whose call names the block's shape and type: (position of shape, of dtype) among the arguments.
+BLOCK_LOADS = {"_experimental_descriptor_load": (2, 3)}
+
+
+def _zero_block(node: ast.expr) -> ast.expr | None:
+    """`tl.zeros(shape, dtype)` for a load that names its block's shape and type
+    (`tl._experimental_descriptor_load(d, offsets, shape, dtype)`): what consumes the block stays,
+    the load and its descriptor go. None for any other expression."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.attr in BLOCK_LOADS):
+        return None
+    at = BLOCK_LOADS[node.func.attr]
+    given = {k.arg: k.value for k in node.keywords}
+    shape, dtype = (node.args[i] if len(node.args) > i else given.get(name) for i, name in zip(at, ("shape", "dtype")))
+    if shape is None or dtype is None:
+        return None
+    return ast.Call(ast.Attribute(ast.Name(node.func.value.id, ast.Load()), "zeros", ast.Load()),
+                    [copy.deepcopy(shape), copy.deepcopy(dtype)], [])
 
 
 def simplify_expressions(tree: ast.Module, case: dict, fn: str) -> Iterator[tuple[str, ast.Module, dict]]:

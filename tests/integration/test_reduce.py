@@ -77,7 +77,9 @@ def test_the_crash_case_shrinks_and_its_bundle_still_crashes_the_same_way(reduce
     work, r = reduced
     o, z = r["original"], r["reduced"]
     assert (o["lines"], o["nodes"]) == (6, 47)
-    assert 2 * z["lines"] <= o["lines"] and z["nodes"] <= 0.6 * o["nodes"], r["line"]
+    # at most half its size: the load made a zero block of its shape and type, the crash kept
+    assert 2 * z["lines"] <= o["lines"] and 2 * z["nodes"] <= o["nodes"], r["line"]
+    assert "tl.zeros([1, 4], tl.float16)" in r["kernel"], r["kernel"]
     assert r["line"].startswith(f"from 6 lines / 47 AST nodes to {z['lines']} / {z['nodes']} in ")
     assert r["line"].endswith(f" s, {r['compiles']} compiles") and r["compiles"] > 0
     (path,) = r["bundles"]
