@@ -423,6 +423,33 @@ def added_since(folder: Path) -> list[str]:
     return sorted(n for n in os.listdir(folder) if n not in known)
 
 
+def check_replaceable_folder(folder: Path, kind: str, force: bool) -> bool:
+    """Refuse (OutputExists, exit 2) a `folder` that is not a folder, or holds something a writer
+    of `kind` may not replace: without force anything; with force anything but a folder reprokit
+    made as that kind, or what was added to it since (its marker lists what it held). True when it
+    holds such a folder, which the writer then replaces. (check_replaceable_path refuses the
+    current folder, its ancestors, / and HOME.)"""
+    folder = Path(folder)
+    try:
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise OutputExists(f"{folder} exists and is not a folder; a {kind} is a folder")
+        if folder.exists() and any(folder.iterdir()):
+            if not force:
+                raise OutputExists(f"{folder} exists and is not empty (use --force to replace it)")
+            if not marked(folder, kind):
+                raise OutputExists(f"{folder} is not a {kind} reprokit made (no {MARKER} of kind "
+                                   f"{kind!r} in it), so --force does not replace it; choose another --out")
+            added = added_since(folder)
+            if added:
+                raise OutputExists(f"{folder} holds {', '.join(added[:3])}{' ...' if len(added) > 3 else ''}, "
+                                   "which reprokit did not write there, so --force does not replace it; "
+                                   "move those away or choose another --out")
+            return True
+    except OSError as e:
+        raise FileSystemError.of(folder, e, "cannot read") from None
+    return False
+
+
 _PROTECTED_HELP = "choose a new or empty folder of its own"
 
 

@@ -200,13 +200,6 @@ class RunOptions:
             raise UsageError(f"the run timeout must be more than 0 seconds, got {self.run_timeout_s!r}")
 
 
-def check_case_timeout(value: float | None) -> float | None:
-    """A --case-timeout as given (None: the plan's own), refused when it means nothing."""
-    if value is not None and not value > 0:
-        raise UsageError(f"the case timeout must be more than 0 seconds, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True)
 class BundleOptions:
     """Where and how a capture is packed.

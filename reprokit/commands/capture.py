@@ -19,7 +19,6 @@ from reprokit.commands.argtypes import out_dir, stack_name
 from reprokit.config import load_config
 from reprokit.errors import HarnessError, UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import check_case_timeout
 from reprokit.run.capture import capture, refuse_out
 from reprokit.userspec.plan import project_run
 from reprokit.userspec.project import for_run
@@ -64,7 +63,7 @@ def run(args) -> int:
     options = run_options(args, force=args.force)
     # A project's declared cases (reprokit.toml, here or above, or --project), else the suite.
     with project_run(for_run(args.project), gpu, args.host.tmp, report=say, only=args.cases,
-                     timeout_s=check_case_timeout(args.case_timeout)) as plan, \
+                     timeout_s=args.case_timeout) as plan, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=say,
                           stacks=[stack]) as executor:
         cap = capture(stack, executor, args.out, plan, options)

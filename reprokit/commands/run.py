@@ -19,7 +19,7 @@ from reprokit.commands.argtypes import out_dir, stack_list
 from reprokit.config import load_config
 from reprokit.errors import UsageError
 from reprokit.executors import local_stack, make_executor
-from reprokit.options import BundleOptions, check_case_timeout
+from reprokit.options import BundleOptions
 from reprokit.run.stacks import run_stacks
 from reprokit.suite import expand_cases, load_suite, select
 from reprokit.userspec.plan import project_run
@@ -62,7 +62,7 @@ def run(args) -> int:
     bundle = BundleOptions.from_host(args.host, args.out, share=args.share)
     with StackBars([s.name for s in stacks], off=args.json) as bars, \
             project_run(project, gpu, args.host.tmp, report=bars.note, only=args.cases,
-                        timeout_s=check_case_timeout(args.case_timeout)) as plan, \
+                        timeout_s=args.case_timeout) as plan, \
             make_executor(args.executor, args.host, with_torch=gpu.on_gpu, report=bars.note, stacks=stacks) as executor:
         outcomes = run_stacks(stacks, executor, plan, options, bundle, bars)
     if args.json:

@@ -35,37 +35,11 @@ CAPTURE = "capture"  # the marker kind of a capture folder (reprokit.locks.mark)
 ONE_WORKER = RunOptions()
 
 
-def check_out_dir(out_dir: Path, force: bool) -> bool:
-    """Refuse an out_dir that is not a folder, or holds something that may not be replaced: without
-    force anything; with force anything but a capture reprokit made (its marker says so). True
-    when out_dir holds a capture that the new one replaces. (capture() has already refused the
-    current folder, its ancestors, / and HOME.)"""
-    out_dir = Path(out_dir)
-    try:
-        if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
-            raise OutputExists(f"{out_dir} exists and is not a folder; a capture is a folder")
-        if out_dir.exists() and any(out_dir.iterdir()):
-            if not force:
-                raise OutputExists(f"{out_dir} exists and is not empty (use --force to replace it)")
-            if not locks.marked(out_dir, CAPTURE):
-                raise OutputExists(f"{out_dir} is not a capture reprokit made (no {locks.MARKER} of kind "
-                                   f"{CAPTURE!r} in it), so --force does not replace it; choose another --out")
-            added = locks.added_since(out_dir)
-            if added:
-                raise OutputExists(f"{out_dir} holds {', '.join(added[:3])}{' ...' if len(added) > 3 else ''}, "
-                                   "which reprokit did not write there, so --force does not replace it; "
-                                   "move those away or choose another --out")
-            return True
-    except OSError as e:
-        raise FileSystemError.of(out_dir, e, "cannot read") from None
-    return False
-
-
 def refuse_out(out_dir: Path, force: bool, home: str | None) -> None:
     """The checks capture() makes of out_dir before anything runs, for a verb to make at its
     door, so that a refused folder is the one line said (before any notice about the GPU)."""
-    locks.check_replaceable_path(out_dir, "capture", home)
-    check_out_dir(Path(out_dir).absolute(), force)
+    locks.check_replaceable_path(out_dir, CAPTURE, home)
+    locks.check_replaceable_folder(Path(out_dir).absolute(), CAPTURE, force)
 
 
 def capture(stack: Stack, executor: Executor, out_dir: Path, plan: Plan, options: RunOptions = ONE_WORKER, *,
@@ -81,7 +55,7 @@ def capture(stack: Stack, executor: Executor, out_dir: Path, plan: Plan, options
         raise FileSystemError.of(out_dir.parent, e, "cannot create the capture's folder") from None
     # Checked before anything runs: the folder is writable (the lock is made in it), and ours alone.
     with locks.hold(out_dir, "capture"):
-        replace = check_out_dir(out_dir, options.force)
+        replace = locks.check_replaceable_folder(out_dir, CAPTURE, options.force)
         locks.sweep(out_dir.parent)
         with locks.temp(out_dir.parent, f".{out_dir.name}", "partial", is_dir=True) as work:
             cap = _run(stack, executor, out_dir, work.path, plan, options,
