@@ -25,9 +25,8 @@ class Warm:
     """Harnesses started before their run, one per interpreter: loading Triton, its warm-up and
     torch while something else happens (a traced program, the run before). `start` begins one
     now; `keep(capability)` makes every `take` start the next one as it hands one out (until
-    `keep(None)`); `close`
-    calls off those no run took. A harness that cannot start says so when its run comes, as an
-    unstarted one would."""
+    `keep(None)`); `close` calls off those no run took. A harness that cannot start says so when
+    its run comes, as an unstarted one would."""
 
     def __init__(self, host: HostEnv):
         self.host = host
