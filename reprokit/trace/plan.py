@@ -181,4 +181,14 @@ def what_leaves(run: ProgramRun, capture_dir: Path, tensors: str, environ: Mappi
         lines.append(f"trace: left out {len(left)} tensor(s) over what --tensors {tensors} keeps and a bundle reader "
                      f"reads back ({mib(each)} a tensor, {mib(per_file)} a launch, {mib(whole)} in all): "
                      f"{', '.join(left[:8])}" + (" ..." if len(left) > 8 else ""))
+    foreign = sorted({f"{case_ids(run.specs).get(r['n'], r['n'])}:{name}" for r in run.records
+                      if r["type"] == "tensors" for name in r.get("not_tensors") or ()})
+    if foreign:
+        lines.append(f"trace: not kept {len(foreign)} argument(s) that are not torch tensors (a library's own "
+                     f"buffer type): a replay makes their contents up: {', '.join(foreign[:8])}"
+                     + (" ..." if len(foreign) > 8 else ""))
+    failed = sorted({str(case_ids(run.specs).get(r["n"], r["n"])) for r in run.records if r["type"] == "tensors_failed"})
+    if failed:
+        lines.append(f"trace: could not keep the tensors of {len(failed)} launch(es), replayed without them: "
+                     f"{', '.join(failed[:8])}" + (" ..." if len(failed) > 8 else ""))
     return lines

@@ -127,6 +127,28 @@ def test_factory_wrapped_decorated_and_tuple_kernels_are_captured(tmp_path, inte
     assert got["sum_pair.1"]["inputs"] == {"out_ptr": "recorded", "pair.0": "recorded", "pair.1": "recorded"}
 
 
+def test_flaggems_patterns_are_captured_or_said_uncapturable_never_blamed(tmp_path, interp_python):  # noqa: F811
+    """FlagGems 5.0.2's patterns (libs/flaggems_patterns.py): a `@tl.constexpr` function compiles
+    (before: its repr in the kernel's file, a harness_error); a tensor stand-in that is no torch
+    tensor is described but not kept, and the program runs (before: `--tensors small` failed it,
+    exit 6); a kernel whose helpers come through a package that refuses to import without the
+    program's setup is `capture_failed` with that package's error (before: a harness_error)."""
+    code, doc, root = trace(tmp_path, interp_python, "libs/flaggems_patterns.py", "--tensors", "small",
+                            env_extra={"PYTHONPATH": str(LIBS)})
+    assert code == 8, doc   # some case not captured faithfully: reprokit's own exit, not the program's
+    results = {c["id"]: c for c in json.loads((root / "results.json").read_text())["cases"]}
+    assert results["cumsum_row.1"]["status"] == "ok"
+    failed = results["add_one.1"]
+    assert failed["status"] == "capture_failed", failed
+    assert "could not be loaded here: RuntimeError: No device were detected" in failed["error"], failed["error"]
+    kernel = (root / "kernels" / "flaggems_patterns.cumsum_row.py").read_text()
+    assert "acc_type = triton.language.constexpr(acc_type)" in kernel and "<function" not in kernel
+    trace_doc = json.loads((root / "trace" / "trace.json").read_text())
+    assert trace_doc["exit_code"] == 0, trace_doc["stderr_tail"]   # the program ran as it does untraced
+    # the stand-ins' launch kept its record and tensor files, the stand-ins themselves not copied
+    assert {"trace/tensors/0002.inputs.pt", "trace/tensors/0002.outputs.pt"} <= set(trace_doc["tensor_files"])
+
+
 def test_descriptors_inside_a_tuple_argument_are_captured_and_replayed_on_3_8(tmp_path, interp_release):  # noqa: F811
     python = interp_release("3.8.0")
     code, doc, root = trace(tmp_path, python, "libs/descriptor_tuple.py", "--tensors", "small")

@@ -100,6 +100,19 @@ class _KernelFolders(importlib.abc.MetaPathFinder):
         return None
 
 
+def _unloadable(case: dict, e: BaseException) -> Prepared:
+    """A traced kernel whose file does not load in this harness (a package it imports raises
+    without the program's own setup, or is not installed here): reprokit could not recreate what
+    the program ran, `capture_failed`, never the compiler's failure. A declared case's file is the
+    user's to fix: its error is raised as the harness's."""
+    if not case.get("trace"):
+        raise e
+    from reprokit.harness.toolbox import one_line
+
+    return Prepared(None, {"status": "capture_failed",
+                           "error": f"{kernel_ref(case)[0]} could not be loaded here: {type(e).__name__}: {one_line(e)}"})
+
+
 def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
     """Load the user's kernel file and derive the call's specialisation through the release's JIT."""
     # loaded where a call case compiles, in its own process (triton_case imports Triton).
@@ -111,12 +124,14 @@ def prepare(case: dict, plan: dict, kernels_dir: str) -> Prepared:
     except ImportError as e:
         missing = getattr(e, "name", None) or ""
         if missing.split(".")[0] != "triton":
-            raise
+            return _unloadable(case, e)
         import triton
 
         # e.g. `from triton.tools.tensor_descriptor import TensorDescriptor` before 3.4
         return Prepared(None, {"status": "unsupported", "error": f"triton {triton.__version__} lacks {missing} "
                                                                    f"({kernel_ref(case)[0]} imports it)"})
+    except Exception as e:  # noqa: BLE001 - a traced kernel's file that cannot load here: _unloadable
+        return _unloadable(case, e)
     gpu = plan.get("mode") == "gpu"
     try:
         d = derive(obj, case["call"], config=(case.get("autotune") or {}).get("config"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import dis
 import inspect
+import math
 import textwrap
 import types
 
@@ -100,7 +101,17 @@ class Extraction:
             self.visit(inner)
             self.functions.append(function_source(value, inner))
         elif isinstance(value, tl.constexpr):
-            self.values.append(f"{name} = triton.language.constexpr({_literal(value.value)})")
+            inner = value.value
+            if isinstance(inner, types.FunctionType) and _has_source(inner):
+                # `@tl.constexpr def acc_type(dtype): ...` (FlagGems): the function, then the name
+                # bound to it as a constexpr, as the program's decorator bound it
+                self.visit(inner)
+                self.functions.append(undecorated_source(inner)
+                                      + f"\n\n{name} = triton.language.constexpr({inner.__name__})\n")
+            elif _writable(inner):
+                self.values.append(f"{name} = triton.language.constexpr({_literal(inner)})")
+            else:  # an object no Python literal writes down: said left out, never a broken file
+                self.skipped.append(name)
         elif isinstance(value, tl.dtype):
             self.values.append(f"{name} = triton.language.{dtype_name(value)}")
         elif value is None or isinstance(value, (bool, int, float, str)):
@@ -192,6 +203,18 @@ def _has_source(value) -> bool:
         return True
     except (OSError, TypeError):
         return False
+
+
+def _writable(value) -> bool:
+    """Whether _literal writes `value` as Python that gives it back (a number, a string, a dtype,
+    a tuple of them), not the repr of an object (`<function f at 0x...>`)."""
+    if isinstance(value, float):
+        return math.isfinite(value)  # repr(inf) is `inf`, a name
+    if isinstance(value, tl.dtype) or value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_writable(v) and not isinstance(v, tl.dtype) for v in value)
+    return False
 
 
 def _literal(value) -> str:

@@ -270,15 +270,26 @@ def _launch(entry, args: tuple, kwargs: dict, launch, names=tuple):
     """Run `launch()`, keeping the tensors around it when the entry asks (by parameter name:
     `names()` gives the kernel's), and say once that the entry's specialisation was launched."""
     if entry is not None and entry.get("save"):
-        _save_tensors(entry, args, kwargs, "inputs", names())
+        _keep_tensors(entry, args, kwargs, "inputs", names)
     result = launch()
     if entry is not None:
         if entry.get("save"):
-            _save_tensors(entry, args, kwargs, "outputs", names())
+            _keep_tensors(entry, args, kwargs, "outputs", names)
         if not entry.get("launched"):
             entry["launched"] = True
             _event({"type": "launched", "n": entry["n"]})
     return result
+
+
+def _keep_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names) -> None:
+    """_save_tensors, never failing the launch: the program runs as it would untraced, and a
+    launch whose tensors could not be kept is replayed without them (the record says why)."""
+    try:
+        _save_tensors(entry, args, kwargs, when, names())
+    except Exception as e:  # noqa: BLE001 - see the docstring
+        entry["save"] = False
+        entry.pop("pending", None)
+        _event({"type": "tensors_failed", "n": entry["n"], "when": when, "error": f"{type(e).__name__}: {e}"[:500]})
 
 
 def _name(kernel) -> str:
@@ -569,6 +580,12 @@ def _save_tensors(entry: dict, args: tuple, kwargs: dict, when: str, names=()) -
     each, per_file, whole = tensor_caps(_STATE["tensors"], os.environ)
     tensors = _tensors(args, kwargs, names)
     tensors.update(entry.get("bases") or {})  # a host-filled descriptor by the tensor it points into
+    # A tensor-like object that is no torch tensor (a library's strided buffer: data_ptr, dtype,
+    # stride) is described in the call, but its bytes are not ours to copy: not kept, said so.
+    foreign = sorted(n for n, t in tensors.items() if not isinstance(t, torch.Tensor))
+    if foreign:
+        entry["not_tensors"] = foreign
+    tensors = {n: t for n, t in tensors.items() if isinstance(t, torch.Tensor)}
     if when == "outputs" and any(t.is_cuda for t in tensors.values()):
         torch.cuda.synchronize()
     kept, left, used = {}, [], 0
@@ -630,7 +647,8 @@ def _write_tensors(entry: dict, when: str, kept: dict, left: list, used: int, wr
     os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.save(kept, path)
     _event({"type": "tensors", "n": entry["n"], "when": when, "file": os.path.basename(path),
-            "kept": sorted(kept), "over_cap": sorted(left), "write_only": write_only, "bytes": used})
+            "kept": sorted(kept), "over_cap": sorted(left), "not_tensors": list(entry.get("not_tensors") or ()),
+            "write_only": write_only, "bytes": used})
 
 
 def _tensors(args: tuple, kwargs: dict, names=()) -> dict:
