@@ -131,18 +131,23 @@ def test_flaggems_patterns_are_captured_or_said_uncapturable_never_blamed(tmp_pa
     """FlagGems 5.0.2's patterns (libs/flaggems_patterns.py): a `@tl.constexpr` function compiles
     (before: its repr in the kernel's file, a harness_error); a tensor stand-in that is no torch
     tensor is described but not kept, and the program runs (before: `--tensors small` failed it,
-    exit 6); a kernel whose helpers come through a package that refuses to import without the
-    program's setup is `capture_failed` with that package's error (before: a harness_error)."""
+    exit 6); helpers read through a package module that refuses to import without the program's
+    setup are copied beside the kernel, which compiles with no package (before: a harness_error);
+    one read through a module of that module is not, and its case is `capture_failed` with the
+    package's error."""
     code, doc, root = trace(tmp_path, interp_python, "libs/flaggems_patterns.py", "--tensors", "small",
                             env_extra={"PYTHONPATH": str(LIBS)})
-    assert code == 8, doc   # some case not captured faithfully: reprokit's own exit, not the program's
+    assert code == 8, doc   # a case not captured faithfully: reprokit's own exit, not the program's
     results = {c["id"]: c for c in json.loads((root / "results.json").read_text())["cases"]}
-    assert results["cumsum_row.1"]["status"] == "ok"
-    failed = results["add_one.1"]
-    assert failed["status"] == "capture_failed", failed
-    assert "could not be loaded here: RuntimeError: No device were detected" in failed["error"], failed["error"]
-    kernel = (root / "kernels" / "flaggems_patterns.cumsum_row.py").read_text()
-    assert "acc_type = triton.language.constexpr(acc_type)" in kernel and "<function" not in kernel
+    assert {k: c["status"] for k, c in results.items()} == \
+        {"cumsum_row.1": "ok", "add_one.1": "ok", "add_two.1": "capture_failed"}
+    assert "could not be loaded here: RuntimeError: No device were detected" in results["add_two.1"]["error"]
+    kernels = root / "kernels"
+    assert "acc_type = triton.language.constexpr(acc_type)" in (kernels / "flaggems_patterns.cumsum_row.py").read_text()
+    (stub,) = kernels.glob("_reprokit_fussy_ext_*.py")
+    assert f"import {stub.stem} as tle" in (kernels / "flaggems_patterns.add_one.py").read_text()
+    assert "def program_id(axis" in stub.read_text() and "fussy" not in stub.read_text().split('"""')[2]
+    assert "import fussy.ext as tle" in (kernels / "flaggems_patterns.add_two.py").read_text()
     trace_doc = json.loads((root / "trace" / "trace.json").read_text())
     assert trace_doc["exit_code"] == 0, trace_doc["stderr_tail"]   # the program ran as it does untraced
     # the stand-ins' launch kept its record and tensor files, the stand-ins themselves not copied

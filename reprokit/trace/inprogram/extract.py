@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import ast
 import dis
+import hashlib
 import inspect
 import math
+import re
 import textwrap
 import types
 
@@ -43,6 +45,23 @@ def is_jit(obj) -> bool:
 _GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 
 
+_MISSING = object()
+
+
+def module_attributes(fn: types.FunctionType) -> dict:
+    """name -> the attributes the function's source reads of it (`tle.program_id(0)` gives
+    {"tle": {"program_id"}}); empty where the source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    out: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            out.setdefault(node.value.id, set()).add(node.attr)
+    return out
+
+
 def names_used(code: types.CodeType) -> list:
     """Every module-level name the code (and the code nested in it) reads, in order; not the
     names of attributes (`tl.maximum` reads `tl`)."""
@@ -61,6 +80,9 @@ class Extraction:
 
     def __init__(self):
         self.user_modules: dict = {}  # a module of the program's own, by name -> its file: copied beside
+        self.stubs: dict = {}         # a package's module the kernel reads helpers of, by its name here
+        self.attributes: dict = {}    # name -> the attributes the functions' sources read of it
+        self.written: dict = {}       # module name -> text: written beside the kernel's file
         self.imports: list = []
         self.values: list = []
         self.functions: list = []
@@ -76,6 +98,8 @@ class Extraction:
                 scope[name] = cell.cell_contents
             except ValueError:  # a cell not yet filled: nothing the kernel can use at compile time
                 continue
+        for base, attrs in module_attributes(fn).items():
+            self.attributes.setdefault(base, set()).update(attrs)
         for name in names_used(fn.__code__) + [n for n in fn.__code__.co_freevars if n not in fn.__code__.co_names]:
             if name in self.done or name not in scope:
                 continue
@@ -83,6 +107,14 @@ class Extraction:
             self._one(name, scope[name])
 
     def _one(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType) and user_module_file(value) is None \
+                and value.__name__.split(".")[0] not in _STACK_PACKAGES:
+            # A package's module the kernel reads helpers of (FlagGems' `tle.program_id`): what it
+            # reads is copied into a module of its own beside the kernel's file (stub_modules), so
+            # that the capture, and a replay on another stack, need neither the package nor its
+            # import-time setup; the package is imported only where that cannot be done.
+            self.stubs[name] = value
+            return
         if isinstance(value, types.ModuleType):
             self.imports.append(f"import {value.__name__} as {name}" if value.__name__ != name
                                 else f"import {name}")
@@ -128,6 +160,35 @@ class Extraction:
             self.functions.append(undecorated_source(value))
         else:
             self.skipped.append(name)
+
+    def stub_modules(self) -> None:
+        """Each package module the kernel reads helpers of: a module of those helpers, named by
+        the package module and a digest of its text, imported under the kernel's name for it; or,
+        where a helper cannot be written down (a module, an object, a name it lacks), the package
+        module itself."""
+        for name, module in sorted(self.stubs.items()):
+            text = self._stub(module, sorted(self.attributes.get(name, ())))
+            if text is None:
+                self.imports.append(f"import {module.__name__} as {name}" if module.__name__ != name
+                                    else f"import {name}")
+                continue
+            stem = re.sub(r"\W", "_", module.__name__)
+            stub = f"_reprokit_{stem}_{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+            self.written[stub] = text
+            self.imports.append(f"import {stub} as {name}")
+
+    @staticmethod
+    def _stub(module: types.ModuleType, attrs: list) -> str | None:
+        sub = Extraction()
+        for attr in attrs:
+            value = getattr(module, attr, _MISSING)
+            if value is _MISSING or isinstance(value, types.ModuleType):
+                return None
+            sub.done.add(attr)
+            sub._one(attr, value)
+        if not attrs or sub.skipped or sub.stubs or sub.user_modules:
+            return None
+        return sub.text(f"what {module.__name__} gives the kernel")
 
     def text(self, origin: str) -> str:
         head = [f'"""{origin}: extracted by reprokit trace (the kernel, the @jit functions it calls, and the',
@@ -272,14 +333,16 @@ def extract(kernel) -> tuple:
 
 
 def extract_function(fn: types.FunctionType, jit) -> tuple:
-    """(file text, names left out, the program's own modules it imports: name -> file) for a
-    kernel's Python function; `jit` carries the decorator's arguments (do_not_specialize, ...)."""
+    """(file text, names left out, the program's own modules it imports: name -> file, the
+    modules written for it: name -> text) for a kernel's Python function; `jit` carries the
+    decorator's arguments (do_not_specialize, ...)."""
     ex = Extraction()
     ex.done.add(fn.__name__)
     ex.visit(fn)
+    ex.stub_modules()
     ex.functions.append(function_source(jit, fn))
     where = f"{inspect.getsourcefile(fn) or '?'}:{fn.__code__.co_firstlineno}"
-    return ex.text(f"{fn.__name__} from {_short(where)}"), list(ex.skipped), dict(ex.user_modules)
+    return ex.text(f"{fn.__name__} from {_short(where)}"), list(ex.skipped), dict(ex.user_modules), dict(ex.written)
 
 
 def _short(path: str) -> str:

@@ -323,11 +323,16 @@ def _kernel(launcher) -> dict:
     decorated = types.SimpleNamespace(fn=fn, kwargs={k: v for k, v in jit_args.items() if v is not None}, **jit_args)
     if extract.is_gluon(launcher):  # `@gluon.jit`: its twin, and its extracted file, are Gluon's too
         decorated.language = "gluon"
-    text, skipped, modules = extract.extract_function(fn, decorated)
+    text, skipped, modules, written = extract.extract_function(fn, decorated)
     for mod, path in sorted(modules.items()):  # the program's own modules it imports travel beside it
         dest = os.path.join(_STATE["out"], "kernels", mod + ".py")
         if not os.path.exists(dest):
             shutil.copyfile(path, dest)
+    for mod, body in sorted(written.items()):  # a package's helpers the kernel reads (named by their digest)
+        dest = os.path.join(_STATE["out"], "kernels", mod + ".py")
+        if not os.path.exists(dest):
+            with open(dest, "w") as f:
+                f.write(body)
     src = inspect.getsourcefile(fn) or ""
     stem = os.path.splitext(os.path.basename(src))[0] or "kernel"
     name = f"{stem}.{fn.__name__}.py"

@@ -3,7 +3,9 @@
 harness_error); a tensor stand-in (FlagGems' StridedBuffer: data_ptr, dtype, stride, no torch
 tensor) passed as a pointer, which `--tensors small` tried to copy and failed the program; and a
 @jit helper reached through a package (`tle.program_id`) whose import raises without the program's
-own setup, which the capture cannot load (capture_failed, not a harness_error). Checks itself."""
+own setup: its helpers are copied beside the kernel, so the capture needs no package; one
+reached through a module of the package (`tle.inner.program_id`) is not, and the capture cannot
+load the package (capture_failed, not a harness_error). Checks itself."""
 
 import os
 
@@ -64,6 +66,13 @@ def add_one(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
 
 
+@triton.jit
+def add_two(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tle.inner.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + 2, mask=m)
+
+
 x = torch.randn(3, 20)
 y = torch.empty_like(x)
 cumsum_row[(3,)](x, y, 20, BLOCK=32)
@@ -72,4 +81,6 @@ v = torch.randn(100)
 w = torch.empty(100)
 add_one[(4,)](Buf(v), Buf(w), 100, BLOCK=32)
 torch.testing.assert_close(w, v + 1)
+add_two[(4,)](v, w, 100, BLOCK=32)
+torch.testing.assert_close(w, v + 2)
 print("OK")

@@ -4,6 +4,8 @@ triton_lang_extension."""
 import triton
 import triton.language as tl
 
+from fussy import inner  # noqa: F401 - reached as ext.inner
+
 
 @triton.jit
 def program_id(axis: tl.constexpr):
