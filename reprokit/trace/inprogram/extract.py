@@ -3,8 +3,9 @@ module-level names they use, and nothing of the program around them.
 
 The program's own module cannot be the case's kernel file: a script runs its whole program when
 loaded (the harness loads the file to compile it), and imports siblings the bundle lacks. So the
-kernel's source is written out with what it reaches: modules it names become imports, @jit
-helpers their source, constants their value. Decorators become a plain `@triton.jit` with the
+kernel's source is written out with what it reaches: modules it names become imports (a
+package's module it reads helpers of, `tle.program_id`, a module of those helpers written beside
+it), @jit helpers their source, constants their value. Decorators become a plain `@triton.jit` with the
 JIT's own arguments: an autotuner's configs and a heuristic's values are already in each recorded
 call, so each case compiles exactly one specialisation.
 """
