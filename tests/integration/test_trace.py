@@ -368,3 +368,13 @@ def test_a_copied_plain_helper_leaves_its_decorators_behind(tmp_path, interp_pyt
     assert fn == "def block_for(n):\n    return 64 if n > 1000 else 16\n"
     assert cls == "class Cfg:\n    BLOCK = 32\n"
     assert plain == "def plain(x):\n    return x\n"
+
+
+def test_names_a_kernels_defaults_read_are_in_its_file(tmp_path, interp_python):
+    """gemlite 0.6.0's GEMV kernels default a constexpr to a module-level name: the kernel's file
+    had kept `= BLOCK` and never defined it (capture_failed, NameError, on every case)."""
+    code, doc, root = trace(tmp_path, interp_python, "defaults.py")
+    assert code == 0, doc
+    assert {k: c["status"] for k, c in result_cases(root).items()} == {"copy_scaled.1": "ok"}
+    text = (root / "kernels" / "defaults.copy_scaled.py").read_text()
+    assert "BLOCK = 64" in text and "SCALE = 2.0" in text, text

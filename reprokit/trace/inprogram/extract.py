@@ -63,6 +63,28 @@ def module_attributes(fn: types.FunctionType) -> dict:
     return out
 
 
+def signature_names(fn: types.FunctionType) -> list:
+    """The names the function's `def` line reads: its defaults and annotations are evaluated in
+    its module when the `def` runs, never by its body's code (gemlite's `block_quant_size:
+    tl.constexpr = BLOCK_QUANT_SIZE`), so the file that holds the copy must define them too."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if node is None:
+        return []
+    a = node.args
+    exprs = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+    exprs += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.annotation is not None]
+    out: list = []
+    for e in exprs:
+        for n in ast.walk(e):
+            if isinstance(n, ast.Name) and n.id not in out:
+                out.append(n.id)
+    return out
+
+
 def names_used(code: types.CodeType) -> list:
     """Every module-level name the code (and the code nested in it) reads, in order; not the
     names of attributes (`tl.maximum` reads `tl`)."""
@@ -101,7 +123,9 @@ class Extraction:
                 continue
         for base, attrs in module_attributes(fn).items():
             self.attributes.setdefault(base, set()).update(attrs)
-        for name in names_used(fn.__code__) + [n for n in fn.__code__.co_freevars if n not in fn.__code__.co_names]:
+        used = names_used(fn.__code__)
+        used += [n for n in signature_names(fn) if n not in used]
+        for name in used + [n for n in fn.__code__.co_freevars if n not in fn.__code__.co_names]:
             if name in self.done or name not in scope:
                 continue
             self.done.add(name)
