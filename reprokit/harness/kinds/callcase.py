@@ -107,6 +107,7 @@ def _unloadable(case: dict, e: BaseException) -> Prepared:
     user's to fix: its error is raised as the harness's."""
     if not case.get("trace"):
         raise e
+    # loaded where a call case compiles, in its own process (as prepare's own import below)
     from reprokit.harness.toolbox import one_line
 
     return Prepared(None, {"status": "capture_failed",
