@@ -174,21 +174,27 @@ def what_leaves(run: ProgramRun, capture_dir: Path, tensors: str, environ: Mappi
         if files:
             size = sum(f.stat().st_size for f in files)
             lines.append(f"trace: the bundle holds {len(files)} {what}, {mib(size)}, in trace/{folder}/{note}")
-    left = sorted({f"{case_ids(run.specs).get(r['n'], r['n'])}:{name}" for r in run.records
-                   if r["type"] == "tensors" for name in r.get("over_cap") or ()})
+    ids = case_ids(run.specs)
+
+    def named(key: str) -> list[str]:
+        """`<case>:<argument>` for each argument the launches' tensor records list under `key`."""
+        return sorted({f"{ids.get(r['n'], r['n'])}:{name}" for r in run.records
+                       if r["type"] == "tensors" for name in r.get(key) or ()})
+
+    def some(names: list[str]) -> str:
+        return ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
+
+    left = named("over_cap")
     if left:
         each, per_file, whole = tensor_caps(tensors, environ)
         lines.append(f"trace: left out {len(left)} tensor(s) over what --tensors {tensors} keeps and a bundle reader "
-                     f"reads back ({mib(each)} a tensor, {mib(per_file)} a launch, {mib(whole)} in all): "
-                     f"{', '.join(left[:8])}" + (" ..." if len(left) > 8 else ""))
-    foreign = sorted({f"{case_ids(run.specs).get(r['n'], r['n'])}:{name}" for r in run.records
-                      if r["type"] == "tensors" for name in r.get("not_tensors") or ()})
+                     f"reads back ({mib(each)} a tensor, {mib(per_file)} a launch, {mib(whole)} in all): {some(left)}")
+    foreign = named("not_tensors")
     if foreign:
         lines.append(f"trace: not kept {len(foreign)} argument(s) that are not torch tensors (a library's own "
-                     f"buffer type): a replay makes their contents up: {', '.join(foreign[:8])}"
-                     + (" ..." if len(foreign) > 8 else ""))
-    failed = sorted({str(case_ids(run.specs).get(r["n"], r["n"])) for r in run.records if r["type"] == "tensors_failed"})
+                     f"buffer type): a replay makes their contents up: {some(foreign)}")
+    failed = sorted({str(ids.get(r["n"], r["n"])) for r in run.records if r["type"] == "tensors_failed"})
     if failed:
         lines.append(f"trace: could not keep the tensors of {len(failed)} launch(es), replayed without them: "
-                     f"{', '.join(failed[:8])}" + (" ..." if len(failed) > 8 else ""))
+                     f"{some(failed)}")
     return lines

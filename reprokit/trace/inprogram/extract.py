@@ -49,13 +49,17 @@ _GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 _MISSING = object()
 
 
-def module_attributes(fn: types.FunctionType) -> dict:
-    """name -> the attributes the function's source reads of it (`tle.program_id(0)` gives
-    {"tle": {"program_id"}}); empty where the source cannot be read."""
+def source_tree(fn: types.FunctionType) -> ast.Module | None:
+    """The function's source, parsed (decorators included); None where it cannot be read."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
-        return {}
+        return None
+
+
+def module_attributes(tree: ast.Module) -> dict:
+    """name -> the attributes a function's source reads of it (`tle.program_id(0)` gives
+    {"tle": {"program_id"}})."""
     out: dict = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -63,14 +67,10 @@ def module_attributes(fn: types.FunctionType) -> dict:
     return out
 
 
-def signature_names(fn: types.FunctionType) -> list:
-    """The names the function's `def` line reads: its defaults and annotations are evaluated in
+def signature_names(tree: ast.Module) -> list:
+    """The names a function's `def` line reads: its defaults and annotations are evaluated in
     its module when the `def` runs, never by its body's code (gemlite's `block_quant_size:
     tl.constexpr = BLOCK_QUANT_SIZE`), so the file that holds the copy must define them too."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return []
     node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if node is None:
         return []
@@ -121,10 +121,12 @@ class Extraction:
                 scope[name] = cell.cell_contents
             except ValueError:  # a cell not yet filled: nothing the kernel can use at compile time
                 continue
-        for base, attrs in module_attributes(fn).items():
-            self.attributes.setdefault(base, set()).update(attrs)
         used = names_used(fn.__code__)
-        used += [n for n in signature_names(fn) if n not in used]
+        tree = source_tree(fn)
+        if tree is not None:
+            for base, attrs in module_attributes(tree).items():
+                self.attributes.setdefault(base, set()).update(attrs)
+            used += [n for n in signature_names(tree) if n not in used]
         for name in used + [n for n in fn.__code__.co_freevars if n not in fn.__code__.co_names]:
             if name in self.done or name not in scope:
                 continue
