@@ -14,6 +14,7 @@ import re
 import triton
 import triton.language as tl
 
+from reprokit.harness import astsource
 from reprokit.harness.kinds import cudacpp
 from reprokit.harness.toolbox import DISASSEMBLERS, file_digest, tool_path, tool_version
 
@@ -101,32 +102,14 @@ def _astsource_takes_constexprs() -> bool:
 
 
 def make_source(fn, signature: dict, constexprs: dict, divisible_by_16: list):
-    """ASTSource for `fn` from a name-keyed signature, in whichever form this release takes.
-
-    3.0-3.1: index-keyed signature, `constants=` and an AttrsDescriptor(divisible_by_16=...);
-    3.2: name-keyed signature of the runtime arguments, name-keyed `constants=` and
-    AttrsDescriptor.from_hints; 3.3+: name-keyed signature with "constexpr" entries,
-    `constexprs=` and attrs keyed by argument path.
-    """
-    from triton.compiler import ASTSource
-
+    """ASTSource for `fn` from a name-keyed signature, in whichever form this release takes
+    (astsource.make_source, the same function every reproducer carries), after checking that
+    every name is an argument of `fn`."""
     names = list(fn.arg_names)
     unknown = [a for a in list(signature) + list(constexprs) if a not in names]
     if unknown:
         raise ValueError(f"{fn.__name__} has no argument(s) {', '.join(unknown)}")
-    if _astsource_takes_constexprs():
-        sig = {a: ("constexpr" if a in constexprs else signature[a]) for a in names}
-        attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible_by_16}
-        return ASTSource(fn, sig, constexprs=dict(constexprs), attrs=attrs)
-    attrs_cls = _attrs_descriptor_class()
-    hints = {names.index(a): 16 for a in divisible_by_16}
-    if attrs_cls is not None and hasattr(attrs_cls, "from_hints"):
-        sig = {a: signature[a] for a in names if a not in constexprs}
-        return ASTSource(fn, sig, constants=dict(constexprs), attrs=attrs_cls.from_hints(hints))
-    sig = {names.index(a): ("constexpr" if a in constexprs else signature[a]) for a in names}
-    consts = {names.index(a): v for a, v in constexprs.items()}
-    descriptor = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
-    return ASTSource(fn, sig, constants=consts, attrs=descriptor)
+    return astsource.make_source(fn, signature, constexprs, divisible_by_16)
 
 
 def astsource_form() -> str:

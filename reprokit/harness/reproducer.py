@@ -27,19 +27,20 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import os
 import pprint
 import re
 
 from reprokit.common import oracle
-from reprokit.harness import minimal, reprolaunch, toolbox
+from reprokit.harness import astsource, minimal, reprolaunch, toolbox
 from reprokit.harness.kinds import callcase
 from reprokit.harness.reprolaunch import inline as _inline
 
 FILE_NAME = "reproducer.py"
 ARTIFACT = "reproducer_py"  # results.json artifact key ("reproducer" is the MLIR one)
 
-# How ASTSource takes a kernel's signature, by release (compat.make_source probes the same):
+# How ASTSource takes a kernel's signature, by release (astsource.make_source probes the same):
 # "index": 3.0-3.1, index-keyed, constants= and AttrsDescriptor(divisible_by_16=...);
 # "hints": 3.2, name-keyed runtime arguments, constants= and AttrsDescriptor.from_hints;
 # "constexprs": 3.3+, name-keyed with "constexpr" entries, constexprs= and path-keyed attrs.
@@ -51,6 +52,9 @@ _RECORDED_KEYS = ("status", "verdict", "tma")
 # The oracle's release check (a rejection names the releases it holds for) and the harness's
 # reading of a compiler exception, inlined.
 _VERSION_IN = "_CLAUSE = re.compile(%r)\n\n\n" % oracle._CLAUSE.pattern + _inline(oracle._vtuple, oracle.version_in, toolbox.one_line)
+
+# The ASTSource builder the harness itself calls, carried verbatim under the script's own name.
+_MAKE_SOURCE = inspect.getsource(astsource.make_source).replace("def make_source(", "def _make_source(", 1).rstrip("\n")
 
 
 def form_for_version(version: str | None) -> str:
@@ -112,7 +116,7 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
         gate=f" after its gate {gate_id}" if gate_id else "")
     body = _BODY.replace("@SPEC@", _spec_literal(spec)).replace("@MOVE@", _literal(oracle._MOVE)) \
         .replace("@SETUP@", _literal(oracle._SETUP)).replace("@COMMENT@", _literal(oracle._COMMENT)) \
-        .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources) \
+        .replace("@VERSION_IN@", _VERSION_IN).replace("@SOURCES@", sources).replace("@MAKE_SOURCE@", _MAKE_SOURCE) \
         .replace("@LAUNCH@", "_LAUNCH = " + reprolaunch.literal(launch) + "\n\n\n" + reprolaunch.script(reprolaunch.launch_kind(launch)))
     return header + kernel_source.rstrip("\n") + "\n\n\n" + body
 
@@ -363,36 +367,7 @@ def _scan(level, text):
     return moves, dict(sorted(ops.items()))
 
 
-def _make_source(fn, signature, constexprs, divisible_by_16):
-    """ASTSource for `fn` in the form the installed release takes (probed, as reprokit's harness
-    does): 3.0-3.1 index-keyed with AttrsDescriptor(divisible_by_16=...), 3.2 name-keyed with
-    AttrsDescriptor.from_hints, 3.3+ name-keyed with "constexpr" entries and path-keyed attrs."""
-    import inspect
-    from triton.compiler import ASTSource
-    from triton.runtime.jit import JITFunction
-
-    while not isinstance(fn, JITFunction) and hasattr(fn, "fn"):  # a declared call's @autotune, @heuristics
-        fn = fn.fn
-    if any(isinstance(v, dict) for v in constexprs.values()):  # a declared call's tl dtype, as its record writes it
-        import triton.language as tl
-
-        constexprs = {a: getattr(tl, v["dtype"]) if isinstance(v, dict) and "dtype" in v else v
-                      for a, v in constexprs.items()}
-    names = list(fn.arg_names)
-    if "constexprs" in inspect.signature(ASTSource.__init__).parameters:
-        sig = {a: ("constexpr" if a in constexprs else signature[a]) for a in names}
-        attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in divisible_by_16}
-        return ASTSource(fn, sig, constexprs=dict(constexprs), attrs=attrs)
-    from triton.compiler import compiler
-    attrs_cls = getattr(compiler, "AttrsDescriptor", None)
-    hints = {names.index(a): 16 for a in divisible_by_16}
-    if attrs_cls is not None and hasattr(attrs_cls, "from_hints"):
-        sig = {a: signature[a] for a in names if a not in constexprs}
-        return ASTSource(fn, sig, constants=dict(constexprs), attrs=attrs_cls.from_hints(hints))
-    sig = {names.index(a): ("constexpr" if a in constexprs else signature[a]) for a in names}
-    consts = {names.index(a): v for a, v in constexprs.items()}
-    attrs = attrs_cls(divisible_by_16=set(hints)) if attrs_cls is not None else None
-    return ASTSource(fn, sig, constants=consts, attrs=attrs)
+@MAKE_SOURCE@
 
 
 def _write_result(out, doc):

@@ -119,6 +119,21 @@ def test_the_release_check_and_the_error_reading_are_the_harness_own(plan):
     assert space["one_line"](err) == toolbox.one_line(err) == "error: block shape must have at least 16 columns"
 
 
+def test_the_astsource_the_script_builds_is_the_harness_own_function(plan):
+    """One ASTSource builder: the script's `_make_source` is astsource.make_source, the function
+    compat.make_source calls, to the byte (renamed); reproducer.py writes no second copy."""
+    import inspect
+
+    from reprokit.harness import astsource, reproducer
+
+    text = _make(plan, "host_descriptor.p1")
+    ours = inspect.getsource(astsource.make_source).replace("def make_source(", "def _make_source(", 1)
+    assert ours in text and text.count("def _make_source(") == 1
+    assert "ASTSource(" not in inspect.getsource(reproducer)
+    assert "astsource.make_source(fn, signature, constexprs, divisible_by_16)" in Path(
+        reproducer.__file__).with_name("compat.py").read_text()  # compat imports Triton: read, not imported
+
+
 def test_minimal_scripts_are_short_and_carry_only_what_the_kernel_uses(plan):
     for case in plan["cases"]:
         if case.get("language", "triton") != "triton":
