@@ -15,7 +15,6 @@ def make_source(fn, signature, constexprs, divisible_by_16):
     does): 3.0-3.1 index-keyed with AttrsDescriptor(divisible_by_16=...), 3.2 name-keyed with
     AttrsDescriptor.from_hints, 3.3+ name-keyed with "constexpr" entries and path-keyed attrs."""
     import inspect
-
     from triton.compiler import ASTSource
     from triton.runtime.jit import JITFunction
 
