@@ -37,6 +37,9 @@ _STATE: dict = {}
 _LOCK = threading.RLock()
 # the recorded @jit specialisation being launched in this thread (recorder sets it)
 CURRENT = threading.local()
+# the config the autotuning listener last heard named best in this thread: the recorder's
+# Autotuner.run wrapper takes it (heard()) when that run returns, to say who named its choice
+HEARD = threading.local()
 HELPERS = ("triton_helpers", "triton_compat")  # what Inductor's generated modules import from its runtime
 
 
@@ -466,7 +469,14 @@ def _tuned(*, fn=None, key=None, best_config=None, configs_timings=None, duratio
     """3.8+ autotuning listener (keywords, as AutotuneListener calls it): the autotuner's own best
     config, every config's timings (ms), and whether they came from its disk cache."""
     timings = configs_timings if isinstance(configs_timings, dict) else {}
-    _STATE["event"]({"type": "autotune_listener", "kernel": getattr(getattr(fn, "fn", fn), "__name__", "?"),
-                     "chosen": _config(best_config), "cache_hit": bool(cache_hit),
-                     "duration_s": duration if isinstance(duration, (int, float)) else None,
-                     "timings": sorted(([_config(c), _value(t)] for c, t in timings.items()), key=json.dumps)})
+    record = {"type": "autotune_listener", "kernel": getattr(getattr(fn, "fn", fn), "__name__", "?"),
+              "chosen": _config(best_config), "cache_hit": bool(cache_hit),
+              "duration_s": duration if isinstance(duration, (int, float)) else None,
+              "timings": sorted(([_config(c), _value(t)] for c, t in timings.items()), key=json.dumps)}
+    HEARD.best = best_config
+    _STATE["event"](record)
+
+
+def heard():
+    """The config the listener last named best in this thread, taken (None: it said nothing since)."""
+    return HEARD.__dict__.pop("best", None)

@@ -702,6 +702,9 @@ def _wrap_autotuner(cls) -> None:
             call = _STATE["autotune_calls"]
         name = _name_of_tuned(self)
         stack.append({"kernel": name, "call": call})
+        listen = _STATE.get("listen")  # 3.4+; the autotuning listener itself is 3.8+'s
+        if listen is not None:
+            listen.heard()  # a word left by a run that was not ours is not this call's
         # Under the interpreter the autotuner's own timer asks the driver: it gets the ordinal one,
         # unless the program gave the autotuner a timer of its own (do_bench=, 3.4+), which runs.
         own = self.__dict__.get("_do_bench") is not None
@@ -716,10 +719,15 @@ def _wrap_autotuner(cls) -> None:
         finally:
             stack.pop()
             best = getattr(self, "best_config", None)
+            chosen = _config(best) if best is not None else None
+            heard = listen.heard() if listen is not None else None
+            # what the program launched is the choice; Triton's own listener, where it spoke for
+            # this call and named the same config, is who said so
+            by = "trace: first config (the interpreter cannot time)" if _STATE["interpret"] and not own \
+                else "Triton's autotuning listener" if heard is not None and heard is best \
+                else "autotuner"
             _event({"type": "autotune", "kernel": name, "call": call, "configs": [_config(c) for c in self.configs],
-                    "chosen": _config(best) if best is not None else None,
-                    "chosen_by": "trace: first config (the interpreter cannot time)"
-                    if _STATE["interpret"] and not own else "autotuner"})
+                    "chosen": chosen, "chosen_by": by})
 
     run.__dict__[WRAPPED] = True
     cls.run = run
