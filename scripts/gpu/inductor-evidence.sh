@@ -16,8 +16,8 @@
 #   pip download tritonparse==0.6.0 zstandard --no-deps --python-version 3.12 \
 #       --platform manylinux_2_17_x86_64 --only-binary :all: -d wheels   (zstandard: tritonparse's one need on import)
 # STEPS=bundles,coexist,bench (the default: all) picks steps, so that the work can be split over
-# two device commands of 10 minutes; TRITON_NEW=<folder> adds the 3.8+ autotuning-listener run
-# with a carried Triton (below).
+# two device commands of 10 minutes. Triton 3.8+'s autotuning listener has its own run:
+# scripts/gpu/autotune-listener.sh.
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the results}
 WHEELS=${WHEELS:-wheels}
@@ -52,19 +52,6 @@ PYTHONPATH="$TP" timeout 150 "$RK" trace --gpu h100 --out "$OUT/coexist" --json 
 say "coexist: exit $?; $(grep -h 'tritonparse events' "$OUT/logs/coexist.err" | tail -1); reprokit cases: $(
     "$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["cases"]))' "$OUT/logs/coexist.json" 2>/dev/null)"
 grep -h "single slot" "$OUT/logs/coexist.err" | head -3 | tee -a "$OUT/summary.txt"
-fi
-
-# Triton 3.8+'s autotuning listener, on the GPU: a carried Triton (TRITON_NEW: a folder whose
-# triton/ is an unpacked 3.8 or 3.9 wheel, stripped as ARCHITECTURE.md says the 3.0 one was, with
-# `chmod +x triton/backends/nvidia/bin/*`) first on PYTHONPATH, tracing the autotuned benchmark.
-if [ -n "${TRITON_NEW:-}" ]; then
-    PYTHONPATH="$TRITON_NEW" timeout 120 "$RK" trace --gpu h100 --out "$OUT/bundles" --json -- \
-        "$PY" benchmarks/trace_program.py 5 >"$OUT/logs/trace-autotune-new.json" 2>"$OUT/logs/trace-autotune-new.err"
-    say "trace autotune (carried triton): exit $?"
-    b=$(ls -t "$OUT"/bundles/trace-trace_program-*.tgz 2>/dev/null | head -1)
-    [ -n "$b" ] && tar -xzOf "$b" --wildcards '*/trace/trace.json' | "$PY" -c \
-        'import json,sys; t=json.load(sys.stdin); print("triton", t["triton"], "listener heard", json.dumps(t.get("autotune_listener"))[:600])' \
-        | tee -a "$OUT/summary.txt"
 fi
 
 if [[ $STEPS == *,bench,* ]]; then
