@@ -3,6 +3,7 @@ Plan, derived plans come from its methods, and plan.json files of the older form
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from types import MappingProxyType
@@ -17,7 +18,6 @@ from reprokit.options import GpuOptions
 from reprokit.plan import FORMAT, Plan, migrate
 from reprokit.suite import build_plan
 from reprokit.sweep import spec as sweep_spec
-from reprokit.trace import plan as trace_plan
 from reprokit.userspec import plan as userplan
 from reprokit.userspec.project import load as load_project
 
@@ -122,3 +122,56 @@ def test_the_harness_reads_the_format_the_host_writes():
     from reprokit import harness
 
     assert harness.PLAN_FORMAT == FORMAT
+
+
+# The one place outside reprokit/plan.py that builds a plan document: inside the stack, the
+# harness expands a declared call's autotuned case into one case per config (the JSON contract
+# it reads, not the host's Plan).
+_IN_STACK_BUILDERS = {("reprokit/harness/kinds/callcase.py", "expand_plan")}
+
+
+def _plan_writes(path: Path):
+    """(function, line, how) for each write of a plan's key in `path`: `plan[k] = ...`, `del
+    plan[k]`, `{**plan, ...}`, `plan.pop/update/setdefault/clear/popitem(...)`, on a name `plan`
+    or an attribute `.plan`."""
+    def is_plan(node):
+        return (isinstance(node, ast.Name) and node.id == "plan") or \
+            (isinstance(node, ast.Attribute) and node.attr == "plan")
+
+    def visit(node, func):
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
+            how = None
+            if isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = child.targets if isinstance(child, (ast.Assign, ast.Delete)) else [child.target]
+                if any(isinstance(t, ast.Subscript) and is_plan(t.value) for t in targets):
+                    how = "plan[...]"
+            elif isinstance(child, ast.Dict) and any(k is None and is_plan(v) for k, v in zip(child.keys, child.values)):
+                how = "{**plan}"
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and is_plan(child.func.value) \
+                    and child.func.attr in ("pop", "update", "setdefault", "clear", "popitem"):
+                how = f"plan.{child.func.attr}"
+            if how:
+                yield inner, child.lineno, how
+            yield from visit(child, inner)
+
+    yield from visit(ast.parse(path.read_text()), None)
+
+
+def test_no_module_but_the_plans_own_builders_writes_a_plan_key():
+    writes = []
+    for path in sorted((ROOT / "reprokit").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "reprokit/plan.py":
+            continue
+        writes += [(rel, func, line, how) for func, line, how in _plan_writes(path)
+                   if (rel, func) not in _IN_STACK_BUILDERS]
+    assert writes == []
+
+
+def test_the_plan_write_finder_finds_each_form(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("def f(plan, x):\n    plan['gpu'] = 1\n    del plan['a']\n    y = {**plan, 'b': 2}\n"
+                   "    x.plan.pop('c')\n    plan.update(d=1)\n    other = {**x}\n")
+    assert [(f, how) for f, _, how in _plan_writes(src)] == [
+        ("f", "plan[...]"), ("f", "plan[...]"), ("f", "{**plan}"), ("f", "plan.pop"), ("f", "plan.update")]
