@@ -36,7 +36,7 @@ class Executor(ABC):
     """
 
     name: str = ""
-    host: HostEnv = HostEnv()
+    host: HostEnv  # each executor is handed one: no executor reads the environment itself
     report: Report = staticmethod(quiet)
 
     @abstractmethod

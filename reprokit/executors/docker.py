@@ -102,11 +102,11 @@ class DockerExecutor(Executor):
 
     name = "docker"
 
-    def __init__(self, root: Path | None = None, *, host: HostEnv | None = None, base_image: str | None = None,
+    def __init__(self, root: Path | None = None, *, host: HostEnv, base_image: str | None = None,
                  with_torch: bool = True, base_url: str | None = None, user: str | None = None,
                  mem_limit: str | None = None, report: Report = quiet):
         self.root = Path(root) if root else defaults_root()
-        self.host = host or HostEnv()
+        self.host = host
         self.base_image = base_image or self.host.base_image
         self.with_torch = with_torch
         self.base_url = base_url

@@ -60,9 +60,9 @@ class Warm:
 class LocalExecutor(Executor):
     name = "local"
 
-    def __init__(self, python: str | None = None, *, host: HostEnv | None = None):
+    def __init__(self, python: str | None = None, *, host: HostEnv):
         self.python = python or sys.executable
-        self.host = host or HostEnv()
+        self.host = host
         self._warm = Warm(self.host)
 
     def prestart(self, capability: int) -> None:

@@ -27,9 +27,9 @@ MARKER = "reprokit-venv.json"
 class VenvExecutor(Executor):
     name = "venv"
 
-    def __init__(self, *, host: HostEnv | None = None, with_torch: bool = False, python: str | None = None,
+    def __init__(self, *, host: HostEnv, with_torch: bool = False, python: str | None = None,
                  report: Report = quiet):
-        self.host = host or HostEnv()
+        self.host = host
         self.with_torch = with_torch
         # The real interpreter, not a venv's link to it: the spec hash (and so the cache) must not
         # depend on which venv or checkout reprokit itself runs from.

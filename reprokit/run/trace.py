@@ -82,10 +82,10 @@ def trace(req: TraceRequest, host: HostEnv, listener: Listener = SILENT) -> Trac
         # The program's own compiles, for the capture to start from on the same release
         # (harness.kinds.generated.seeded): the speed of a trace is mostly not compiling everything again.
         # (the capture's environment only: the program runs in the user's own)
-        harness_host = replace(host, environ={**(host.environ or {}), "REPROKIT_TRACE_SEED": str(scratch / "seed")})
+        harness_host = replace(host, environ={**(host.environ), "REPROKIT_TRACE_SEED": str(scratch / "seed")})
         # The capture's harness loads (Triton, its warm-up, torch) while the program runs, in the
         # program's own Python when the command names it; closed unused if the trace goes no further.
-        python = program.interpreter(req.argv, host.environ or {})
+        python = program.interpreter(req.argv, host.environ)
         with LocalExecutor(python=python, host=harness_host) as early:
             if python is not None:
                 early.prestart(req.gpu.profile.capability)
@@ -146,7 +146,7 @@ def _capture(req: TraceRequest, ran: program.ProgramRun, executor: LocalExecutor
                   failed_as=Path(req.bundle.out_dir) / name)
     trace_plan.write_extras(ran, scratch / "records", cap.out_dir,
                             trace_plan.summary(ran, list(argv), req.interpret, req.tensors))
-    for line in trace_plan.what_leaves(ran, cap.out_dir, req.tensors, host.environ or {}):
+    for line in trace_plan.what_leaves(ran, cap.out_dir, req.tensors, host.environ):
         listener.note(line)
     # the values of secret-saying options, cut from every text file of the bundle
     secrets = {value: option for option, value in redact_argv(req.argv)[1]}

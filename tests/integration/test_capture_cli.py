@@ -76,7 +76,7 @@ def test_a_dead_harness_leaves_a_failed_folder_not_a_capture(tmp_path, config):
 
     out = tmp_path / "cap"
     with pytest.raises(HarnessError, match="harness exited 137 under local: killed") as e:
-        capture(Stack("local", "3.6.0"), _DyingExecutor(), out, *planned(config.gpu("h100"), only="block_ptr.p0"))
+        capture(Stack("local", "3.6.0"), _DyingExecutor(host=host()), out, *planned(config.gpu("h100"), only="block_ptr.p0"))
     assert not out.exists()
     failed = tmp_path / "cap.failed"
     assert (failed / "plan.json").is_file() and str(failed) in str(e.value)
@@ -94,7 +94,7 @@ class _WrongTritonExecutor(_DyingExecutor):
 def test_a_stack_that_ran_another_triton_is_refused_not_mislabelled(tmp_path, config):
     out = tmp_path / "cap"
     with pytest.raises(HarnessError, match="pins triton 3.0.0, but the harness under local ran triton 3.6.0"):
-        capture(config.stack("triton-3.0-cu129"), _WrongTritonExecutor(), out,
+        capture(config.stack("triton-3.0-cu129"), _WrongTritonExecutor(host=host()), out,
                 *planned(config.gpu("h100"), only="block_ptr.p0"))
     assert not out.exists() and (tmp_path / "cap.failed").is_dir()
 
@@ -117,7 +117,7 @@ def test_a_stack_that_cannot_be_prepared_leaves_nothing(tmp_path, config):
 
     out = tmp_path / "cap"
     with pytest.raises(ExecutorError, match="step 3/7"):
-        capture(config.stack("triton-3.5-cu130"), _UnpreparableExecutor(), out,
+        capture(config.stack("triton-3.5-cu130"), _UnpreparableExecutor(host=host()), out,
                 *planned(config.gpu("h100"), only="block_ptr.p0"))
     assert list(tmp_path.iterdir()) == []
 
@@ -154,7 +154,7 @@ def test_a_run_keeps_a_failed_stacks_logs_where_its_message_says(tmp_path, confi
     from reprokit.run.stacks import run_stacks
 
     out = tmp_path / "bundles"
-    (outcome,) = run_stacks([Stack("local", "3.6.0")], _DyingExecutor(), *planned(config.gpu("h100"), only="block_ptr.p0"),
+    (outcome,) = run_stacks([Stack("local", "3.6.0")], _DyingExecutor(host=host()), *planned(config.gpu("h100"), only="block_ptr.p0"),
                             BundleOptions(out))
     failed = out / "local-h100.failed"
     assert not outcome.ok and f"(logs in {failed})" in outcome.error

@@ -19,7 +19,7 @@ def stack() -> Stack:
 
 
 def test_build_args_follow_the_pins(stack):
-    args = DockerExecutor(base_url=NO_ENGINE, with_torch=True).build_args(stack)
+    args = DockerExecutor(host=HostEnv(), base_url=NO_ENGINE, with_torch=True).build_args(stack)
     assert args == {"BASE_IMAGE": stack.base_image, "TRITON_VERSION": "3.5.0", "TORCH_VERSION": "2.9.0",
                     "TORCH_INDEX": "https://download.pytorch.org/whl/cu130", "WITH_TORCH": "1"}
     assert "@sha256:" in args["BASE_IMAGE"]
@@ -47,32 +47,32 @@ def test_overrides_and_env_mean_the_same_to_every_executor(stack, name):
 
 def test_stack_without_torch_or_base(stack):
     bare = Stack(name="t", triton="3.5.0", base_image="debian:12@sha256:" + "0" * 64)
-    assert DockerExecutor(base_url=NO_ENGINE, with_torch=True).build_args(bare)["WITH_TORCH"] == "0"
+    assert DockerExecutor(host=HostEnv(), base_url=NO_ENGINE, with_torch=True).build_args(bare)["WITH_TORCH"] == "0"
     with pytest.raises(ExecutorError, match="no base_image"):
-        DockerExecutor(base_url=NO_ENGINE).build_args(Stack(name="t", triton="3.5.0"))
+        DockerExecutor(host=HostEnv(), base_url=NO_ENGINE).build_args(Stack(name="t", triton="3.5.0"))
     with pytest.raises(ExecutorError, match="without a torch_index"):
-        DockerExecutor(base_url=NO_ENGINE, with_torch=True).build_args(
+        DockerExecutor(host=HostEnv(), base_url=NO_ENGINE, with_torch=True).build_args(
             Stack(name="t", triton="3.5.0", torch="2.9.0", base_image="x@sha256:" + "0" * 64))
 
 
 def test_tag_is_a_hash_of_pins_dockerfile_and_args(stack, tmp_path):
-    ex = DockerExecutor(base_url=NO_ENGINE, with_torch=True)
+    ex = DockerExecutor(host=HostEnv(), base_url=NO_ENGINE, with_torch=True)
     tag = ex.image_tag(stack)
     assert tag.startswith("reprokit/triton-3.5-cu130:") and len(tag.rsplit(":", 1)[1]) == 12
     assert ex.image_tag(stack) == tag
-    assert DockerExecutor(base_url=NO_ENGINE, with_torch=False).image_tag(stack) != tag
+    assert DockerExecutor(host=HostEnv(), base_url=NO_ENGINE, with_torch=False).image_tag(stack) != tag
     other = Stack(**{**stack.pins(), "name": stack.name, "triton": "3.5.1"})
     assert ex.image_tag(other) != tag
     root = tmp_path
     (root / "Dockerfiles").mkdir()
     src = ex.dockerfile(stack).read_text()
     (root / "Dockerfiles" / "stack.Dockerfile").write_text(src + "# changed\n")
-    assert DockerExecutor(root, base_url=NO_ENGINE, with_torch=True).image_tag(stack) != tag
+    assert DockerExecutor(root, host=HostEnv(), base_url=NO_ENGINE, with_torch=True).image_tag(stack) != tag
 
 
 def test_missing_dockerfile_is_one_line(stack, tmp_path):
     with pytest.raises(ExecutorError, match=r"cannot read Dockerfile .*stack.Dockerfile: No such file"):
-        DockerExecutor(tmp_path, base_url=NO_ENGINE).image_tag(stack)
+        DockerExecutor(tmp_path, host=HostEnv(), base_url=NO_ENGINE).image_tag(stack)
 
 
 @pytest.mark.parametrize("text, short", [

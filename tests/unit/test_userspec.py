@@ -277,8 +277,9 @@ fp16_tflops = 756
         use_project(tmp_path / "reprokit.toml")
         assert load_config().gpu("h100-mine").sm_count == 114
         from reprokit.executors.docker import DockerExecutor
+        from reprokit.options import HostEnv
 
-        docker = DockerExecutor(root=ROOT)
+        docker = DockerExecutor(root=ROOT, host=HostEnv())
         mine, default = load_config().stack("triton-3.6-mine"), load_config().stack("triton-3.6-cu130")
         assert docker.dockerfile(mine) == tmp_path / "docker" / "mine.Dockerfile"
         assert docker.dockerfile(default) == ROOT / "Dockerfiles" / "stack.Dockerfile"
