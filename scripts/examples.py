@@ -43,8 +43,8 @@ GPU_SETUP = ("make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE=${W
              "&& RK=.reprokit/host-local/bin/reprokit")
 # Liger-Kernel beside the machine's torch, from the wheelhouse (--no-deps: its requirements would
 # pull another torch), for the program's python only
-LIGER = ("python3 -m pip install -q --no-index --no-deps --target /tmp/liger "
-         "$(find ${WHEELHOUSE:-wheels} -name 'liger_kernel-0.8.5-*.whl' | head -1) && PYTHONPATH=/tmp/liger")
+LIGER = (". scripts/gpu/install.sh && install_beside python3 ${WHEELHOUSE:-wheels} /tmp/liger /tmp/liger-install.log "
+         "liger-kernel==0.8.5 && PYTHONPATH=/tmp/liger")
 T30 = ("tar xJf ${T30_TAR:-.whl/triton-3.0.0-cp312-stripped.tar.xz} -C /tmp/t30 && chmod +x /tmp/t30/triton/backends/nvidia/bin/* "
        "&& PYTHONPATH=/tmp/t30")
 

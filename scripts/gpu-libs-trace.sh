@@ -21,7 +21,8 @@ site="$(mktemp -d)"
 trap 'rm -rf "$site"' EXIT
 # --no-deps: its requirements would pull another torch; `packaging`, the one other module it
 # imports, comes with the machine's torch venv (checked below)
-"$PY" -m pip install -q --no-index --no-deps --target "$site" "$WHEEL"
+. scripts/gpu/install.sh
+install_beside "$PY" .whl "$site" "$site/install.log" liger-kernel==0.8.5
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -c "import packaging, liger_kernel, triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)"
 

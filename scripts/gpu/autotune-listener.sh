@@ -22,8 +22,8 @@ TRITON_TAR=${TRITON_TAR:-.whl/triton-3.8.0-cp312-stripped.tar.xz}
 mkdir -p "$OUT/logs"
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
-make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELS" PYTHON="$PY" >"$OUT/logs/install.log" 2>&1 \
-    || { tail -30 "$OUT/logs/install.log"; exit 3; }
+. scripts/gpu/install.sh
+install_host "$WHEELS" "$PY" "$OUT/logs/install.log"
 RK=$PWD/.reprokit/host-local/bin/reprokit
 NEW=$(mktemp -d)
 tar xJf "$TRITON_TAR" -C "$NEW" && chmod +x "$NEW"/triton/backends/nvidia/bin/* || { say "cannot unpack $TRITON_TAR"; exit 3; }

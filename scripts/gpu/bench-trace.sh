@@ -12,11 +12,10 @@ set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the results}
 WHEELS=${WHEELHOUSE:-wheels}
 PY=${PY:-python3}
-make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELS" PYTHON="$PY" >"$OUT/install.log" 2>&1 \
-    || { tail -30 "$OUT/install.log"; exit 3; }
+. scripts/gpu/install.sh
+install_host "$WHEELS" "$PY" "$OUT/install.log"
 EXTRA=$PWD/.reprokit/bench-extra  # for the program's python only, kept out of its site-packages
-"$PY" -m pip install -q --no-index --find-links "$WHEELS" --find-links "$WHEELS/extra" --no-deps --target "$EXTRA" \
-    tritonparse==0.6.0 zstandard orjson liger-kernel==0.8.5 >>"$OUT/install.log" 2>&1 || { tail -5 "$OUT/install.log"; exit 3; }
+install_beside "$PY" "$WHEELS" "$EXTRA" "$OUT/install.log" tritonparse==0.6.0 zstandard orjson liger-kernel==0.8.5
 [ $# -gt 0 ] || set -- tests/data/trace/libs/liger_ops.py
 PYTHONPATH="$EXTRA" .reprokit/host-local/bin/python benchmarks/bench_trace_side.py --python "$PY" \
     --rounds "${ROUNDS:-5}" --out /tmp/bench-trace -- "$@" >"$OUT/bench.txt" 2>&1

@@ -10,8 +10,8 @@ PY=${PY:-python3}
 W=$(mktemp -d); mkdir -p "$W"/{bundles,logs,replays}
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 t0=$SECONDS
-make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELS" PYTHON="$PY" >"$W/logs/install.log" 2>&1 \
-    || { tail -30 "$W/logs/install.log"; exit 3; }
+. scripts/gpu/install.sh
+install_host "$WHEELS" "$PY" "$W/logs/install.log"
 say "install: $((SECONDS - t0)) s"
 RK=.reprokit/host-local/bin/reprokit
 say "$("$PY" -c 'import torch, triton, os; d=os.path.join(os.path.dirname(torch.__file__), "bin"); print("torch", torch.__version__, "triton", triton.__version__, "torch/bin:", sorted(os.listdir(d)) if os.path.isdir(d) else None)')"

@@ -25,12 +25,12 @@ PY=${PY:-python3}
 mkdir -p "$OUT"/{bundles,replays,coexist,bench,logs}
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
-make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELS" PYTHON="$PY" >"$OUT/logs/install.log" 2>&1 \
-    || { tail -30 "$OUT/logs/install.log"; exit 3; }
+. scripts/gpu/install.sh
+install_host "$WHEELS" "$PY" "$OUT/logs/install.log"
 RK=.reprokit/host-local/bin/reprokit
 TP=$PWD/.reprokit/tritonparse  # tritonparse for the program's python, kept out of its site-packages
-"$PY" -m pip install -q --no-index --find-links "$WHEELS" --no-deps --target "$TP" tritonparse==0.6.0 zstandard \
-    >"$OUT/logs/tritonparse-install.log" 2>&1 || say "tritonparse: not installed (see logs/tritonparse-install.log)"
+(install_beside "$PY" "$WHEELS" "$TP" "$OUT/logs/tritonparse-install.log" tritonparse==0.6.0 zstandard) \
+    || say "tritonparse: not installed (see logs/tritonparse-install.log)"
 say "$("$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
 
 STEPS=",${STEPS:-bundles,coexist,bench},"

@@ -18,8 +18,8 @@ pack() {
     [ ${#made[@]} -eq 0 ] || { tar -cf "$OUT/examples.tar.part" -C bundles/examples "${made[@]}" \
         && mv "$OUT/examples.tar.part" "$OUT/examples.tar"; }
 }
-make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELHOUSE" PYTHON=python3 >"$logs/install.log" 2>&1 \
-    || { tail -30 "$logs/install.log"; pack; exit 3; }
+. scripts/gpu/install.sh
+(install_host "$WHEELHOUSE" python3 "$logs/install.log") || { pack; exit 3; }
 say "$(python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
 for name in "$@"; do
     t0=$(date +%s)

@@ -11,9 +11,9 @@ set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the results}
 WHEELHOUSE=${WHEELHOUSE:-wheels}
 ROUNDS=${ROUNDS:-3}
-make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$WHEELHOUSE" PYTHON=python3 >"$OUT/install.log" 2>&1 \
-    || { tail -30 "$OUT/install.log"; exit 3; }
-python3 -m pip install -q --no-index --no-deps --target /tmp/liger "$(find "$WHEELHOUSE" -name 'liger_kernel-0.8.5-*.whl' | head -1)"
+. scripts/gpu/install.sh
+install_host "$WHEELHOUSE" python3 "$OUT/install.log"
+install_beside python3 "$WHEELHOUSE" /tmp/liger "$OUT/install.log" liger-kernel==0.8.5
 export PYTHONPATH=/tmp/liger
 PROG=(python3 tests/data/trace/libs/liger_ops.py)
 RK=.reprokit/host-local/bin/python
