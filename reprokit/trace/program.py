@@ -76,10 +76,11 @@ def users_caches(environ: dict[str, Any]) -> str | None:
 
 
 def child_env(trace_dir: Path, options: TraceOptions, environ: dict[str, Any]) -> dict[str, Any]:
-    """The program's environment: ours, with the recorder's bootstrap first on PYTHONPATH."""
+    """The program's environment: ours, with the recorder's bootstrap first on PYTHONPATH and
+    nothing else of reprokit's there (the bootstrap loads our package from its folder)."""
     env = dict(environ)
-    pkg_parent = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOT), pkg_parent, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOT), env.get("PYTHONPATH")) if p)
+    env["REPROKIT_TRACE_PACKAGE"] = str(Path(__file__).resolve().parents[1])
     env["REPROKIT_TRACE_DIR"] = str(trace_dir)
     env["REPROKIT_TRACE_PROFILE"] = json.dumps(options.profile, sort_keys=True)
     env["REPROKIT_TRACE_TENSORS"] = options.tensors

@@ -378,3 +378,19 @@ def test_names_a_kernels_defaults_read_are_in_its_file(tmp_path, interp_python):
     assert {k: c["status"] for k, c in result_cases(root).items()} == {"copy_scaled.1": "ok"}
     text = (root / "kernels" / "defaults.copy_scaled.py").read_text()
     assert "BLOCK = 64" in text and "SCALE = 2.0" in text, text
+
+
+def test_the_traced_program_imports_what_it_imports_plain(tmp_path, interp_python):
+    """tests/data/trace/shadowing.py has a `kernels` package of its own on its PYTHONPATH and no
+    `tests` or `scripts`: traced, it gets its own and finds neither, as it does plain (before,
+    reprokit's checkout stood on its PYTHONPATH ahead of the user's, and its folders won)."""
+    own = tmp_path / "own" / "kernels"
+    own.mkdir(parents=True)
+    (own / "__init__.py").write_text('WHO = "the program\'s own"\n')
+    env = {"PYTHONPATH": str(own.parent)}
+    plain = subprocess.run([interp_python, str(PROGRAMS / "shadowing.py")], env={**os.environ, **env,
+                           "TRITON_INTERPRET": "1"}, capture_output=True, text=True, check=False, timeout=300)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    code, doc, root = trace(tmp_path, interp_python, "shadowing.py", env_extra=env)
+    assert code == 0, doc
+    assert [c["status"] for c in result_cases(root).values()] == ["ok"]

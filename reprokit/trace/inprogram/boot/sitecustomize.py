@@ -22,6 +22,23 @@ def _chain() -> None:
             return
 
 
+def _package() -> None:
+    """reprokit's own package, loaded from its folder (REPROKIT_TRACE_PACKAGE), never through a
+    sys.path entry: the folder above it (a checkout's kernels/, tests/, scripts/; an install's
+    site-packages, with the host's own jsonschema, rich, packaging) would shadow what the
+    program imports."""
+    folder = os.environ.get("REPROKIT_TRACE_PACKAGE")
+    if not folder or "reprokit" in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location("reprokit", os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["reprokit"] = mod
+    spec.loader.exec_module(mod)
+
+
 def _install(module=None) -> None:
     # inside the user's program at start-up: the recorder loads only when tracing is on.
     from reprokit.trace.inprogram import recorder
@@ -30,6 +47,7 @@ def _install(module=None) -> None:
 
 
 if os.environ.get("REPROKIT_TRACE_DIR"):
+    _package()
     if "triton" in sys.modules:  # imported by something before us (a .pth file): install now
         _install()
     else:
