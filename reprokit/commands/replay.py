@@ -80,6 +80,9 @@ def run(args) -> int:
     else:
         stacks = None
     req = request(bundle, stacks, args.cases, candidates=args.candidates)  # what it runs, said (or refused) before anything starts
+    for chosen, other in req.instead:
+        say(f"replay: {chosen}, the config the trace chose, does not fit {req.profile.key} "
+            f"(its recorded capture says so; a GPU's autotuner never picks it): {other} runs instead")
     gpu = gpu_from_args(args, req.profile, req.mode)
     # Times are judged on one board: on another, the bundle's own stack is measured here too.
     req = same_board_reference(req, args.executor, gpu.on_gpu, host_board(gpu.host) if gpu.on_gpu else None)
@@ -96,6 +99,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"parent": result.parent, "bundle": result.bundle, "own_stack": result.own_stack,
                           "reproduced": result.reproduced, "exit_code": code,
+                          "instead": [{"chosen": c, "ran": o} for c, o in req.instead],
                           "stacks": [{"stack": o.stack, "bundle": str(o.bundle) if o.bundle else None,
                                       "error": o.error, "harness_errors": list(o.harness_errors)}
                                      for o in result.outcomes],

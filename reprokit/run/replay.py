@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -146,15 +147,37 @@ class Request:
     stacks: tuple[Stack, ...]  # where it runs: the stacks chosen, else the one it recorded
     own: bool                  # on the stack it recorded
     reference: str | None = None  # the stack whose column judges the others' times (same_board_reference)
+    # (chosen config, the one run instead): choices no GPU of the profile could launch
+    instead: tuple[tuple[str, str], ...] = ()
 
 
-def winners(plan: Plan) -> Plan:
+def winners(plan: Plan, fits: Mapping[str, bool] | None = None) -> tuple[Plan, tuple[tuple[str, str], ...]]:
     """A traced plan without the autotune configs the program's autotuner did not choose
     (trace.autotune.chosen false) and the generated kernels it compiled only to compare
-    (trace.candidate): what a replay runs unless asked for every candidate."""
-    kept = [c.id for c in plan.cases if ((c.get("trace") or {}).get("autotune") or {}).get("chosen", True)
-            and not (c.get("trace") or {}).get("candidate")]
-    return plan.only(kept) if kept and len(kept) < len(plan.cases) else plan
+    (trace.candidate): what a replay runs unless asked for every candidate. And the choices
+    replaced: where the recorded capture says a chosen config does not fit the profile's GPU
+    (`fits`: case id -> launch.fits), which a GPU's autotuner never picks (its launch fails, its
+    time is inf) but a trace under the interpreter does (it cannot time: the first config), the
+    call's first config that fits runs instead: (chosen id, the one run instead)."""
+    fits = fits or {}
+    calls: dict[Any, list[Any]] = {}
+    for c in plan.cases:
+        tuned = (c.get("trace") or {}).get("autotune")
+        if tuned:  # an @autotune call's configs; a generated kernel's (Inductor's), by the kernel
+            calls.setdefault(("call", tuned["call"]) if "call" in tuned else ("kernel", c.get("family")), []).append(c)
+    instead = []
+    swap: dict[str, str] = {}
+    for configs in calls.values():
+        for c in configs:
+            if c["trace"]["autotune"].get("chosen") and fits.get(c.id) is False:
+                other = next((o for o in configs if fits.get(o.id) is True), None)
+                if other is not None:
+                    swap[c.id] = other.id
+                    instead.append((c.id, other.id))
+    keep = set(swap.values())
+    kept = [c.id for c in plan.cases if c.id not in swap and not (c.get("trace") or {}).get("candidate")
+            and (c.id in keep or ((c.get("trace") or {}).get("autotune") or {}).get("chosen", True))]
+    return (plan.only(kept) if kept and len(kept) < len(plan.cases) else plan), tuple(instead)
 
 
 def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = None,
@@ -165,10 +188,13 @@ def request(bundle: Any, stacks: list[Stack] | None = None, cases: str | None = 
     names no stack."""
     recorded = Plan.from_json(bundle.plan, where=f"{bundle.root}: plan.json")
     plan = recorded.select(cases, what="the bundle's plan")
+    instead: tuple[tuple[str, str], ...] = ()
     if cases is None and not candidates:
-        plan = winners(plan)
+        fits = {c["id"]: c["launch"]["fits"] for c in (bundle.results or {}).get("cases", [])
+                if isinstance(c.get("launch"), dict) and isinstance(c["launch"].get("fits"), bool)}
+        plan, instead = winners(plan, fits)
     chosen = (bundle_stack(bundle.manifest),) if stacks is None else tuple(stacks)
-    return Request(bundle, plan, recorded.profile, replay_mode(recorded), chosen, stacks is None)
+    return Request(bundle, plan, recorded.profile, replay_mode(recorded), chosen, stacks is None, instead=instead)
 
 
 def same_board_reference(req: Request, executor_name: str, on_gpu: bool, host_board: str | None) -> Request:

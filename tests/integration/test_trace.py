@@ -394,3 +394,22 @@ def test_the_traced_program_imports_what_it_imports_plain(tmp_path, interp_pytho
     code, doc, root = trace(tmp_path, interp_python, "shadowing.py", env_extra=env)
     assert code == 0, doc
     assert [c["status"] for c in result_cases(root).values()] == ["ok"]
+
+
+def test_a_chosen_config_no_gpu_of_the_profile_could_launch_is_not_what_a_replay_runs(tmp_path, interp_python):
+    """tests/data/trace/unlaunchable_choice.py (mamba-ssm's pattern): the interpreter's trace keeps
+    the first config, which needs 294912 B of shared memory; the capture records that it does not
+    fit the H100, and a replay runs the call's config that fits instead, and says so."""
+    from reprokit.bundle.reader import open_bundle
+    from reprokit.run.replay import request
+
+    code, doc, root = trace(tmp_path, interp_python, "unlaunchable_choice.py")
+    assert code == 0, doc
+    plans, results = plan_cases(root), result_cases(root)
+    assert {i: (c["trace"]["autotune"]["chosen"], results[i]["launch"]["fits"]) for i, c in plans.items()} == {
+        "mm.1": (True, False), "mm.2": (False, True)}
+    assert results["mm.1"]["launch"]["shared_bytes"] > results["mm.1"]["launch"]["limit"]
+    req = request(open_bundle(Path(doc["bundle"])))
+    assert req.plan.ids == ["mm.2"] and req.instead == (("mm.1", "mm.2"),)
+    every = request(open_bundle(Path(doc["bundle"])), candidates=True)
+    assert every.plan.ids == ["mm.1", "mm.2"] and every.instead == ()

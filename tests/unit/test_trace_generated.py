@@ -83,7 +83,15 @@ def test_a_plan_of_generated_cases_is_valid_and_a_replay_keeps_the_chosen_config
     bad["cases"][0]["trace"]["digests"]["ttir"] = "not a digest"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
-    assert winners(Plan.from_json(plan)).ids == ["triton_poi_fused_0.1", "triton_red_fused_1.2"]
+    assert winners(Plan.from_json(plan))[0].ids == ["triton_poi_fused_0.1", "triton_red_fused_1.2"]
+    # a chosen config the capture found too big for the profile: the kernel's config that fits runs
+    # instead (and only another config of that kernel); where none fits, the choice stands
+    fits = {"triton_red_fused_1.2": False, "triton_red_fused_1.1": True, "triton_poi_fused_0.1": True}
+    kept, instead = winners(Plan.from_json(plan), fits)
+    assert kept.ids == ["triton_poi_fused_0.1", "triton_red_fused_1.1"]
+    assert instead == (("triton_red_fused_1.2", "triton_red_fused_1.1"),)
+    kept, instead = winners(Plan.from_json(plan), {**fits, "triton_red_fused_1.1": False})
+    assert kept.ids == ["triton_poi_fused_0.1", "triton_red_fused_1.2"] and instead == ()
 
 
 @pytest.mark.parametrize("status", ["not_reproduced", "capture_failed"])
