@@ -143,6 +143,14 @@ def summary(run: ProgramRun, argv: list[Any], interpret: bool, tensors: str) -> 
         "autotune_listener": [{k: r[k] for k in ("kernel", "chosen", "timings", "cache_hit")}
                               for r in run.records if r["type"] == "autotune_listener"],
         "tensor_files": sorted({f"trace/tensors/{r['file']}" for r in run.records if r["type"] == "tensors"}),
+        # per kept file, what it holds: the arguments kept, those only written to (kept as zeros
+        # where the launch wrote, not as the program's bytes: docs/trace.md), and those left out
+        "tensors_kept": sorted(({"file": f"trace/tensors/{r['file']}", "case": ids[r["n"]], "when": r["when"],
+                                 "kept": list(r.get("kept") or ()), "write_only": list(r.get("write_only") or ()),
+                                 "over_cap": list(r.get("over_cap") or ()),
+                                 "not_tensors": list(r.get("not_tensors") or ())}
+                                for r in run.records if r["type"] == "tensors" and r["n"] in ids),
+                               key=lambda t: t["file"]),
     }
 
 

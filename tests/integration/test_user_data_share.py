@@ -326,4 +326,9 @@ def test_a_write_only_output_keeps_only_what_the_launch_left_alone(tmp_path, int
     # in place: the output is the input's memory, read through it, so its bytes are kept as they were
     ins2 = _named(files["trace/tensors/0002.inputs.pt"])
     assert struct.unpack("256f", ins2["out_ptr"]) == tuple(float(i) for i in range(256))
+    # the bundle says which kept inputs are those zeros, not the program's data
+    kept = {t["file"]: t for t in json.loads(files["trace/trace.json"])["tensors_kept"]}
+    assert kept["trace/tensors/0001.inputs.pt"]["write_only"] == ["out_ptr"]
+    assert kept["trace/tensors/0002.inputs.pt"]["write_only"] == []
+    assert set(kept["trace/tensors/0001.inputs.pt"]["kept"]) == {"x_ptr", "out_ptr"}
     assert reprokit("verify", bundle, cwd=tmp_path).returncode == 0
