@@ -29,12 +29,25 @@ SUITE = "trace"
 _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
 
+def kernel_names(specs: Sequence[Any]) -> dict[int, str]:
+    """spec number -> the kernel's name in the plan (its cases' family): the function's name, or,
+    where functions of one name come from several modules, `<module>.<name>` (its kernel file's
+    stem), so that two kernels never share a family."""
+    files: dict[str, set[str]] = {}
+    for s in specs:
+        files.setdefault(s["kernel"], set()).add(s.get("file") or "")
+    return {s["n"]: Path(s["file"]).stem if len(files[s["kernel"]]) > 1 and s.get("file") else s["kernel"]
+            for s in specs}
+
+
 def case_ids(specs: Sequence[Any]) -> dict[int, str]:
-    """spec number -> case id: `<kernel>.<k>`, k counting that kernel's specialisations in launch order."""
+    """spec number -> case id: `<kernel>.<k>`, k counting that kernel's specialisations in launch
+    order (the kernel as kernel_names calls it)."""
     ids: dict[int, str] = {}
     per_kernel: dict[str, int] = {}
+    names = kernel_names(specs)
     for s in specs:
-        base = _SLUG.sub("-", s["kernel"].lower()).strip("-.") or "kernel"
+        base = _SLUG.sub("-", names[s["n"]].lower()).strip("-.") or "kernel"
         if not base[0].isalnum():
             base = "k" + base
         per_kernel[base] = per_kernel.get(base, 0) + 1
@@ -65,7 +78,7 @@ def build(run: ProgramRun, profile: GpuProfile, stack: dict[str, Any] | None = N
     """The plan for a ProgramRun's specialisations, in the order the program first launched them
     (compile-only: a trace's capture compiles what the program ran; a replay may run it on a GPU);
     `kernels`: the folder of the program's kernel files (ProgramRun's)."""
-    ids = case_ids(run.specs)
+    ids, names = case_ids(run.specs), kernel_names(run.specs)
     chosen = chosen_configs(run.specs, run.autotune)
     counts: dict[str, int] = next((r["launches"] for r in run.records if r["type"] == "end"), {})
     triton = (run.start or {}).get("triton")
@@ -96,7 +109,7 @@ def build(run: ProgramRun, profile: GpuProfile, stack: dict[str, Any] | None = N
             if digests[s["n"]].get("toolchain"):  # a ptxas the program chose (harness.toolchain)
                 trace["toolchain"] = digests[s["n"]]["toolchain"]
         cases.append({
-            "id": ids[s["n"]], "kind": "call", "family": s["kernel"], "control": "call",
+            "id": ids[s["n"]], "kind": "call", "family": names[s["n"]], "control": "call",
             "description": f"{s['kernel']} as {Path(src.get('path') or '?').name}:{src.get('line')} launched it",
             "kernel": {"file": s["file"], "function": s["kernel"]},
             "call": s["call"],

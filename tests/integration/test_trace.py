@@ -413,3 +413,14 @@ def test_a_chosen_config_no_gpu_of_the_profile_could_launch_is_not_what_a_replay
     assert req.plan.ids == ["mm.2"] and req.instead == (("mm.1", "mm.2"),)
     every = request(open_bundle(Path(doc["bundle"])), candidates=True)
     assert every.plan.ids == ["mm.1", "mm.2"] and every.instead == ()
+
+
+def test_two_kernels_of_one_name_are_two_families(tmp_path, interp_python):
+    """tests/data/trace/twins: `scale` in first.py and in second.py (triton-kernels 0.1.0's two
+    `add_vectors`): before, one family `scale` with ids .1 and .2; now each its module's."""
+    code, doc, root = trace(tmp_path, interp_python, "twins/prog.py")
+    assert code == 0, doc
+    plans = plan_cases(root)
+    assert {i: (c["family"], c["kernel"]["file"]) for i, c in plans.items()} == {
+        "first.scale.1": ("first.scale", "first.scale.py"), "second.scale.1": ("second.scale", "second.scale.py")}
+    assert {c["status"] for c in result_cases(root).values()} == {"ok"}
