@@ -13,6 +13,9 @@
 install_host() {
     make .reprokit/host-local/.installed EXECUTOR=local WHEELHOUSE="$1" PYTHON="$2" >"$3" 2>&1 \
         || { tail -30 "$3"; exit 3; }
+    # reprokit's bytecode, as a pip install compiles it: a checkout copied to a host that does not
+    # write bytecode (PYTHONDONTWRITEBYTECODE) would compile ~140 modules from source at every start
+    .reprokit/host-local/bin/python -m compileall -q reprokit >>"$3" 2>&1 || true
 }
 
 install_beside() {
