@@ -178,7 +178,7 @@ def script(spec_kind: str) -> str:
                   _constants(tmafill, "DESC_BYTES"),
                   inline(tmafill.Rebuild, tmafill.plan, tmafill.numel, tmafill.release_fill, tmafill.rebuild,
                          tmafill.write, tmafill.unfilled),
-                  inline(shapes.contiguous_strides, callgpu.make_tensor_factory, callgpu._random, callgpu._tensors,
+                  inline(shapes.contiguous_strides, callgpu.make_tensor_factory, callgpu._write, callgpu._random, callgpu._tensors,
                          callgpu._same_views, callgpu.digest, callgpu._plain, callgpu.summary, callgpu.against, callgpu._by_name,
                          callgpu._source, callgpu.launch_and_check, callgpu.compare_outputs, callgpu.compare_output,
                          callgpu.probe_error, modules=(call, shapes, stats, tmafill))]

@@ -324,3 +324,27 @@ def test_the_h100_traces_kept_tensors_replay_on_the_cpu_within_the_fp16_toleranc
         ref = got[cid]["outputs"][name]["reference"]
         assert ref["match"] == "close" and ref["tolerance"] == {"rtol": 1e-2, "atol": 1e-2}, ref
         assert 0 < ref["max_abs"] < 0.1
+
+
+@pytest.mark.parametrize("tensors", ["small", "none"])
+def test_a_broadcast_stride_0_input_replays(tmp_path, interp_python, tensors):  # noqa: F811
+    """tests/data/trace/stride0.py: an expanded tensor (strides [0]) as a kernel's input. Its
+    replay wrote the recorded, or seeded, values into a view of those strides and torch refused
+    (on a GPU the case read `unsupported`, the harness's failure); now `ok`, and exact from the
+    kept tensors."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "reprokit", "trace", "--json", "--out", str(tmp_path / "b"), "--tensors",
+                        tensors, "--", interp_python, str(PROGRAMS / "stride0.py")], cwd=ROOT, env=env,
+                       capture_output=True, text=True, check=False, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    with tarfile.open(json.loads(p.stdout)["bundle"]) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    (root,) = (tmp_path / "x").iterdir()
+    plan = json.loads((root / "plan.json").read_text())
+    (case,) = plan["cases"]
+    assert case["call"]["args"]["g_ptr"]["strides"] == [0]
+    got = _replay(interp_python, root)["cases"]["scale_rows.1"]
+    assert got["status"] == "ok", got
+    if tensors == "small":
+        assert got["inputs"]["tensors"]["g_ptr"] == "recorded"
+        assert got["outputs"]["out_ptr"]["reference"]["match"] == "exact", got["outputs"]

@@ -82,6 +82,16 @@ def make_tensor_factory(torch, device: str, seed: int = SEED):
     return make
 
 
+def _write(t, src):
+    """t.copy_(src), also into a view whose elements share memory along a stride-0 dimension (an
+    `expand`: the gradient of a `.sum()` a backward kernel reads), which copy_ refuses: through
+    the first element of each such dimension, the one its memory holds."""
+    pick = tuple(slice(0, 1) if n > 1 and s == 0 else slice(None) for n, s in zip(t.shape, t.stride()))
+    if any(p != slice(None) for p in pick):
+        return t[pick].copy_(src[pick])
+    return t.copy_(src)
+
+
 def _random(torch, dt, n: int, gen):
     if dt.is_floating_point:
         return torch.randn(n, generator=gen, dtype=torch.float32).to(dt)
@@ -235,7 +245,7 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
             raise ValueError(f"recorded input {name} is {str(r.dtype).split('.')[-1]} {list(r.shape)}, the call "
                              f"says {str(t.dtype).split('.')[-1]} {list(t.shape)}")
         else:
-            t.copy_(r.to(device))
+            _write(t, r.to(device))
             used[name] = "recorded"
     initial = {name: t.clone() for name, t in tensors.items()}
 
@@ -244,7 +254,7 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
 
     def restore():
         for name, t in tensors.items():
-            t.copy_(initial[name])
+            _write(t, initial[name])
 
     digests = []
     for _ in range(runs):
@@ -261,7 +271,7 @@ def launch_and_check(torch, obj, case: dict, device: str, seed: int = SEED, runs
         # The recorded inputs already held what the launch writes (an autotuner's second config
         # is recorded after the first one wrote the output): find the outputs from seeded values.
         for name, t in tensors.items():
-            t.copy_(seeded[name])
+            _write(t, seeded[name])
         launch()
         if device != "cpu":
             torch.cuda.synchronize()
