@@ -39,12 +39,31 @@ def stored_as_a_value(x_ptr, out_ptr):
     tl.store(out_ptr, x_ptr)  # noqa: F821 - a pointer stored as data: its bytes are read
 
 
+def typed_value(x_ptr, out_ptr, BLOCK):
+    # unsloth's _rms_sum_dw_partials: the stored value cast to the output's element type
+    offs = tl.arange(0, BLOCK)  # noqa: F821
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(out_ptr.dtype.element_ty))  # noqa: F821
+
+
+def typed_through_a_name(x_ptr, out_ptr):
+    dt = out_ptr.dtype.element_ty
+    tl.store(out_ptr, tl.load(x_ptr).to(dt))  # noqa: F821
+
+
+def typed_and_read(x_ptr, out_ptr):
+    v = tl.load(out_ptr).to(out_ptr.type.element_ty)  # noqa: F821
+    tl.store(out_ptr, v + tl.load(x_ptr))  # noqa: F821
+
+
 @pytest.mark.parametrize("fn, expected", [
     (copy, {"out_ptr"}),
     (through_names, {"out_ptr"}),
     (read_modify_write, set()),
     (atomics_and_helpers, set()),
     (stored_as_a_value, {"out_ptr"}),
+    (typed_value, {"out_ptr"}),          # asking a pointer's type touches no memory
+    (typed_through_a_name, {"out_ptr"}),
+    (typed_and_read, set()),
 ])
 def test_only_pointers_that_end_in_a_store_are_write_only(fn, expected):
     assert write_only(fn) == frozenset(expected)

@@ -49,7 +49,8 @@ def _analyse(func) -> frozenset:
             value = n.iter if isinstance(n, ast.For) else n.value
             if value is None:
                 continue
-            sources = set().union(*(derived.get(x.id, set()) for x in ast.walk(value) if isinstance(x, ast.Name)))
+            sources = set().union(*(derived.get(x.id, set()) for x in ast.walk(value)
+                                    if isinstance(x, ast.Name) and not _typed(x, parents)))
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
                 for name in (x.id for x in ast.walk(t) if isinstance(x, ast.Name)):
@@ -66,9 +67,18 @@ def _analyse(func) -> frozenset:
     return frozenset(p for p in params if p in stored and p not in read)
 
 
+def _typed(node, parents) -> bool:
+    """The name only asks its type (`out.dtype`, `out.type`): a compile-time fact, no memory."""
+    parent = parents.get(node)
+    return isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in ("dtype", "type")
+
+
 def _use(node, parents) -> str:
     """"store" when the name is (inside) the pointer of a tl.store, "derive" when it is inside the
-    value of an assignment with no call between, else "read"."""
+    value of an assignment with no call between, "type" when only its type is asked
+    (`out.dtype.element_ty`: no memory is touched), else "read"."""
+    if _typed(node, parents):
+        return "type"
     child, parent = node, parents.get(node)
     while parent is not None:
         if isinstance(parent, ast.Call):
