@@ -31,13 +31,17 @@ _SLUG = re.compile(r"[^a-z0-9_.-]+")
 
 def kernel_names(specs: Sequence[Any]) -> dict[int, str]:
     """spec number -> the kernel's name in the plan (its cases' family): the function's name, or,
-    where functions of one name come from several modules, `<module>.<name>` (its kernel file's
-    stem), so that two kernels never share a family."""
-    files: dict[str, set[str]] = {}
+    where functions of one name are defined in several source files, `<file's stem>.<name>`, so
+    that two kernels never share a family. A factory's kernels (one definition, other closure
+    constants) stay one family."""
+    def where(s: Any) -> str:
+        return (s.get("source") or {}).get("path") or s.get("file") or ""
+
+    sources: dict[str, set[str]] = {}
     for s in specs:
-        files.setdefault(s["kernel"], set()).add(s.get("file") or "")
-    return {s["n"]: Path(s["file"]).stem if len(files[s["kernel"]]) > 1 and s.get("file") else s["kernel"]
-            for s in specs}
+        sources.setdefault(s["kernel"], set()).add(where(s))
+    return {s["n"]: f"{Path(where(s)).stem}.{s['kernel']}" if len(sources[s["kernel"]]) > 1 and where(s)
+            else s["kernel"] for s in specs}
 
 
 def case_ids(specs: Sequence[Any]) -> dict[int, str]:
