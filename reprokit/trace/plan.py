@@ -44,12 +44,12 @@ def kernel_names(specs: Sequence[Any]) -> dict[int, str]:
             else s["kernel"] for s in specs}
 
 
-def case_ids(specs: Sequence[Any]) -> dict[int, str]:
+def case_ids(specs: Sequence[Any], names: dict[int, str] | None = None) -> dict[int, str]:
     """spec number -> case id: `<kernel>.<k>`, k counting that kernel's specialisations in launch
-    order (the kernel as kernel_names calls it)."""
+    order (the kernel as kernel_names calls it; `names`: its answer, where the caller has it)."""
     ids: dict[int, str] = {}
     per_kernel: dict[str, int] = {}
-    names = kernel_names(specs)
+    names = kernel_names(specs) if names is None else names
     for s in specs:
         base = _SLUG.sub("-", names[s["n"]].lower()).strip("-.") or "kernel"
         if not base[0].isalnum():
@@ -82,7 +82,8 @@ def build(run: ProgramRun, profile: GpuProfile, stack: dict[str, Any] | None = N
     """The plan for a ProgramRun's specialisations, in the order the program first launched them
     (compile-only: a trace's capture compiles what the program ran; a replay may run it on a GPU);
     `kernels`: the folder of the program's kernel files (ProgramRun's)."""
-    ids, names = case_ids(run.specs), kernel_names(run.specs)
+    names = kernel_names(run.specs)
+    ids = case_ids(run.specs, names)
     chosen = chosen_configs(run.specs, run.autotune)
     counts: dict[str, int] = next((r["launches"] for r in run.records if r["type"] == "end"), {})
     triton = (run.start or {}).get("triton")

@@ -143,8 +143,7 @@ class Extraction:
             self.stubs[name] = value
             return
         if isinstance(value, types.ModuleType):
-            self.imports.append(f"import {value.__name__} as {name}" if value.__name__ != name
-                                else f"import {name}")
+            self.imports.append(_import(value.__name__, name))
             own = user_module_file(value)
             if own:
                 self.user_modules[value.__name__] = own
@@ -196,13 +195,12 @@ class Extraction:
         for name, module in sorted(self.stubs.items()):
             text = self._stub(module, sorted(self.attributes.get(name, ())))
             if text is None:
-                self.imports.append(f"import {module.__name__} as {name}" if module.__name__ != name
-                                    else f"import {name}")
+                self.imports.append(_import(module.__name__, name))
                 continue
             stem = re.sub(r"\W", "_", module.__name__)
             stub = f"_reprokit_{stem}_{hashlib.sha256(text.encode()).hexdigest()[:8]}"
             self.written[stub] = text
-            self.imports.append(f"import {stub} as {name}")
+            self.imports.append(_import(stub, name))
 
     @staticmethod
     def _stub(module: types.ModuleType, attrs: list) -> str | None:
@@ -291,6 +289,11 @@ def _has_source(value) -> bool:
         return True
     except (OSError, TypeError):
         return False
+
+
+def _import(module: str, name: str) -> str:
+    """The line that binds module `module` to `name`."""
+    return f"import {module} as {name}" if module != name else f"import {module}"
 
 
 def _writable(value) -> bool:
