@@ -24,6 +24,7 @@ import re
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from reprokit.common import oracle
 from reprokit.harness.toolbox import disassemble, load_kernel
@@ -43,6 +44,8 @@ _KERNEL_DEF = re.compile(r"(?:^# kernel path: (?P<path>\S+)\n(?:#[^\n]*\n)*)?^(?
 _TMA_WORD = re.compile(r"(?:^|[._])tma(?:[._]|$)", re.I)  # cutlass_tma_only, not online_softmax
 _TTIR_FILE = re.compile(r'loc\("([^"]+\.py)"')
 IR_LEVELS = ("ttir", "ttgir", "llir", "ptx")
+# Disassemblers run side by side when a case keeps many kernels (a CPU each, for half a second).
+DISASSEMBLERS_AT_ONCE = min(8, os.cpu_count() or 1)
 
 
 def tma_in_source(src: str) -> dict:
@@ -220,7 +223,9 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
     fn = torch.compile(mm, mode=MODE) if not extra else torch.compile(mm, options=options)
     # The GPU is this case's only while Inductor compiles, autotunes and runs; keeping its kernels
     # (dozens of disassemblies, CPU only) happens after, while other cases use the GPU.
+    t_wait = time.perf_counter()
     with _gpu_turn():
+        t_gpu = time.perf_counter()
         torch.manual_seed(0)
         a = torch.randn((m, k), device="cuda", dtype=torch.float16)
         b = torch.randn((k, n), device="cuda", dtype=torch.float16)
@@ -234,6 +239,7 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
                          "ok": bool(err <= 1e-2 * max(1.0, ref.float().abs().max().item()))}
         del a, b, out, ref
         torch.cuda.empty_cache()
+        t_keep = time.perf_counter()
     os.makedirs(os.path.join(case_dir, "inductor"), exist_ok=True)
     code = "\n".join(codes)
     with open(os.path.join(case_dir, "inductor", "output_code.py"), "w") as f:
@@ -247,6 +253,9 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
             info["autotune"] = autotune_table(f.read())
     caches = [triton_cache, os.environ["TORCHINDUCTOR_CACHE_DIR"]]
     info["kernels"] = _keep_kernels(case_dir, code, caches, info["chosen"], plan)
+    # Where the case's time went: waiting for the GPU, holding it, keeping its kernels after.
+    info["phase_s"] = {"gpu_wait": round(t_gpu - t_wait, 3), "gpu": round(t_keep - t_gpu, 3),
+                       "keep": round(time.perf_counter() - t_keep, 3)}
     judged, why = pick_judged(info["kernels"])
     info["judged"] = {"key": judged["key"] if judged else None, "why": why}
     if judged is None:
@@ -266,11 +275,16 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
 
 
 def _keep_kernels(case_dir: str, code: str, caches: list, chosen_names: list, plan: dict) -> list:
-    """Copy every compiled kernel's IR and source into the case folder, count its TMA ops."""
+    """Copy every compiled kernel's IR and source into the case folder, count its TMA ops.
+
+    Each kernel's SASS costs a disassembler run of about 0.45 s whatever its size, and a
+    max-autotune compile leaves 20-40 kernels whose cubins name a fresh temporary source path (so
+    the SASS cache never holds them): they are disassembled side by side, not one after another."""
     defined = {k["name"]: k for k in wrapper_kernels(code)}
     by_path = {k["path"]: k for k in defined.values() if k["path"]}
-    out = []
-    for i, k in enumerate(compiled_kernels(*caches)):
+    kernels = list(compiled_kernels(*caches))
+    kept = []
+    for i, k in enumerate(kernels):
         dest = os.path.join("inductor", f"{i:02d}-{k['name']}")
         os.makedirs(os.path.join(case_dir, dest), exist_ok=True)
         ir, texts = {}, {}
@@ -282,12 +296,18 @@ def _keep_kernels(case_dir: str, code: str, caches: list, chosen_names: list, pl
                 if lv != "cubin":
                     with open(k["files"][lv], errors="replace") as f:
                         texts[lv] = f.read()
-        if plan.get("sass", True) and "cubin" in ir:
-            sass, _, _ = disassemble(os.path.join(case_dir, ir["cubin"]))
-            if sass is not None:
-                with open(os.path.join(case_dir, dest, "kernel.sass"), "w") as f:
-                    f.write(sass)
-                ir["sass"], texts["sass"] = f"{dest}/kernel.sass", sass
+        kept.append((dest, ir, texts))
+    wanted = [(dest, ir) for dest, ir, _ in kept if plan.get("sass", True) and "cubin" in ir]
+    with ThreadPoolExecutor(max_workers=max(1, min(DISASSEMBLERS_AT_ONCE, len(wanted)))) as pool:
+        # the threads wait on the disassembler's processes, so the GIL is no limit
+        sass = dict(zip((dest for dest, _ in wanted),
+                        pool.map(lambda w: disassemble(os.path.join(case_dir, w[1]["cubin"]))[0], wanted)))
+    out = []
+    for k, (dest, ir, texts) in zip(kernels, kept):
+        if sass.get(dest) is not None:
+            with open(os.path.join(case_dir, dest, "kernel.sass"), "w") as f:
+                f.write(sass[dest])
+            ir["sass"], texts["sass"] = f"{dest}/kernel.sass", sass[dest]
         source = None
         if k["source_path"] and os.path.isfile(k["source_path"]):
             with open(k["source_path"], errors="replace") as f:

@@ -282,6 +282,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         failed = warm_jit(torch, triton, fn, case, recipe, size)
         if failed is not None:
             return {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size, **failed}
+    t_wait = time.perf_counter()
     with _gpu_lock():
         import torch
         import triton
@@ -319,6 +320,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         del bound
         torch.cuda.empty_cache()
         out["gpu_s"] = round(time.perf_counter() - t_gpu, 3)  # how long this case held the GPU
+        out["gpu_wait_s"] = round(t_gpu - t_wait, 3)  # and how long it waited for it
     return out
 
 
