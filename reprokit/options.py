@@ -182,16 +182,33 @@ class GpuOptions:
 
 
 @dataclass(frozen=True)
+class Seat:
+    """One stack's harness among several that measure on one GPU side by side, their rounds in
+    turn (reprokit.harness.turns): the folder they share, its side (from 0), how many sides."""
+
+    folder: Path
+    side: int
+    sides: int
+
+    def environ(self, folder_as: str | None = None) -> dict[str, str]:
+        """The harness's variables; `folder_as`: where the folder is seen from inside a container."""
+        return {"REPROKIT_TURNS": folder_as or str(self.folder), "REPROKIT_TURN_SIDE": str(self.side),
+                "REPROKIT_TURN_SIDES": str(self.sides)}
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """How a capture runs its plan (what it runs is the plan's, reprokit.plan.Plan).
 
     workers: cases compiled at once; run_timeout_s: the whole harness run; force: replace a
-    non-empty capture folder that reprokit made.
+    non-empty capture folder that reprokit made; turns: this run's seat where several stacks'
+    harnesses share the GPU in turns (set by reprokit.run.stacks, never by a user).
     """
 
     workers: int = 1
     run_timeout_s: float = 3600
     force: bool = False
+    turns: Seat | None = None
 
     def __post_init__(self) -> None:
         if self.workers < 1:

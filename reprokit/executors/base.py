@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprokit.config import Stack
-from reprokit.options import HostEnv, Report, quiet
+from reprokit.options import HostEnv, Report, Seat, quiet
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,11 @@ class Executor(ABC):
 
     @abstractmethod
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool, scratch: Path | None = None) -> RunResult:
+                    gpu: bool, scratch: Path | None = None, turns: Seat | None = None) -> RunResult:
         """Run the harness over capture_dir/plan.json and capture_dir/kernels, writing into capture_dir;
-        a harness that runs on this host takes `scratch` (the run's own folder) as its TMPDIR."""
+        a harness that runs on this host takes `scratch` (the run's own folder) as its TMPDIR;
+        `turns`: its seat among other stacks' harnesses sharing the GPU (the folder reachable
+        from where it runs)."""
 
     def temp_root(self, scratch: Path | None = None) -> str:
         """The temp folder of a harness run given `scratch` (as run_harness takes it), named as

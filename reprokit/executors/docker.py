@@ -30,13 +30,14 @@ from reprokit import locks
 from reprokit.config import PACKAGE_DIR, Stack, defaults_root
 from reprokit.errors import ExecutorError
 from reprokit.executors.base import Executor, RunResult, harness_argv, sass_cache
-from reprokit.options import HostEnv, Report, quiet
+from reprokit.options import HostEnv, Report, Seat, quiet
 from reprokit.proc import tail
 
 DEFAULT_DOCKERFILE = "Dockerfiles/stack.Dockerfile"
 # Where the host's reprokit package appears in the container (read-only); PYTHONPATH points here.
 PACKAGE_MOUNT = "/opt/reprokit"
 SASS_CACHE_MOUNT = "/cache/sass"
+TURNS_MOUNT = "/reprokit-turns"  # the folder the stacks' harnesses take turns in (reprokit.harness.turns)
 CONTAINER_TMP = "/tmp"  # the harness's TMPDIR in a container, set so, whatever the image says
 # A container's hostname is otherwise its id, drawn anew each run: env.json would differ between
 # two runs of the same thing. (One word that text never holds: --share replaces host names.)
@@ -423,7 +424,7 @@ class DockerExecutor(Executor):
         return True
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool, scratch: Path | None = None) -> RunResult:
+                    gpu: bool, scratch: Path | None = None, turns: Seat | None = None) -> RunResult:
         capture_dir = Path(capture_dir).resolve()
         plan, kernels = capture_dir / "plan.json", capture_dir / "kernels"
         for p in (plan, kernels):
@@ -439,6 +440,9 @@ class DockerExecutor(Executor):
         if cache is not None:  # shared with venv runs: keys name the disassembler's own bytes
             mounts.append(Mount(SASS_CACHE_MOUNT, str(cache), type="bind", read_only=False))
             env["REPROKIT_SASS_CACHE"] = SASS_CACHE_MOUNT
+        if turns is not None:  # the folder the stacks' harnesses share: its lock file is flocked across containers
+            mounts.append(Mount(TURNS_MOUNT, str(Path(turns.folder).resolve()), type="bind", read_only=False))
+            env.update(turns.environ(TURNS_MOUNT))
         argv = harness_argv("python", "/in/plan.json", "/in/kernels", "/out", workers)
         # Like the local executor: the run's whole output beside the harness's own log.
         return self.run_command(stack, argv, mounts=mounts, timeout_s=timeout_s, gpu=gpu, env=env,

@@ -18,7 +18,7 @@ from reprokit import proc
 from reprokit.config import Stack
 from reprokit.errors import ExecutorError, FileSystemError
 from reprokit.executors.base import Executor, RunResult, harness_args, harness_argv, harness_env, prestart_argv
-from reprokit.options import HostEnv
+from reprokit.options import HostEnv, Seat
 
 
 class Warm:
@@ -77,21 +77,23 @@ class LocalExecutor(Executor):
         return {"python": self.python}
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool, scratch: Path | None = None) -> RunResult:
+                    gpu: bool, scratch: Path | None = None, turns: Seat | None = None) -> RunResult:
         return run_python_harness(self, self.python, capture_dir, workers=workers, timeout_s=timeout_s,
-                                  scratch=scratch, started=self._warm.take(self.python))
+                                  scratch=scratch, started=self._warm.take(self.python), turns=turns)
 
     def close(self) -> None:
         self._warm.close()
 
 
 def run_python_harness(executor: Executor, python: str, capture_dir: Path, *, workers: int,
-                       timeout_s: float, scratch: Path | None = None, started: proc.Started | None = None) -> RunResult:
+                       timeout_s: float, scratch: Path | None = None, started: proc.Started | None = None,
+                       turns: Seat | None = None) -> RunResult:
     """Run the harness as a host subprocess of `python` (shared by the local and venv executors),
     or hand the run to `started`, a harness of that python prestarted (LocalExecutor.prestart)."""
     capture_dir = Path(capture_dir)
     where = (str(capture_dir / "plan.json"), str(capture_dir / "kernels"), str(capture_dir), workers)
     extra = {"TMPDIR": str(scratch)} if scratch else {}
+    extra.update(turns.environ() if turns else {})
     log = capture_dir / "logs" / "executor.log"
     if started is not None:
         r = started.finish(json.dumps({"argv": harness_args(*where), "env": extra}) + "\n", timeout=timeout_s,

@@ -19,7 +19,7 @@ from reprokit.config import Stack
 from reprokit.errors import ExecutorError, FileSystemError, OutputExists
 from reprokit.executors.base import Executor, RunResult
 from reprokit.executors.local import Warm, run_python_harness
-from reprokit.options import HostEnv, Report, quiet
+from reprokit.options import HostEnv, Report, Seat, quiet
 
 MARKER = "reprokit-venv.json"
 
@@ -122,9 +122,9 @@ class VenvExecutor(Executor):
         temp.finish(target)
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool, scratch: Path | None = None) -> RunResult:
+                    gpu: bool, scratch: Path | None = None, turns: Seat | None = None) -> RunResult:
         python = str(self.venv_dir(stack) / "bin" / "python")
         result = run_python_harness(self, python, capture_dir, workers=workers, timeout_s=timeout_s, scratch=scratch,
-                                    started=self._warm.take(python))
+                                    started=self._warm.take(python), turns=turns)
         return RunResult(result.executor, result.returncode, result.timed_out, result.log_tail,
                          {**result.runtime, "venv": str(self.venv_dir(stack))})

@@ -401,13 +401,15 @@ def _nvml_reference(nvml_index: int) -> dict | None:
 
 
 def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_factor: float = 0.0,
-            budget: Budget = SUITE) -> dict:
+            budget: Budget = SUITE, turns=None, bench_index: int = 0) -> dict:
     """Time each contender (name -> zero-argument callable that launches asynchronously),
     interleaved round by round, every launch timed by the profiler and by CUDA events at once
     and followed by a clock reading, then by CUDA graphs. `flush`: empty the L2 before each
     launch; `idle_factor`: the spin after each launch lasts that many times the launch's time
     (at least SPIN_MIN_US); `budget`: rounds, stops and methods (SUITE; a sweep's points take
-    SWEEP, events only). Returns per contender a summary (summarize_contender), NVML sampled
+    SWEEP, events only); `turns` (reprokit.harness.turns.Turns, where other stacks measure the
+    same case on this GPU): each round waits for its turn with theirs, this benchmark being the
+    case's `bench_index`-th, one profiler session per round. Returns per contender a summary (summarize_contender), NVML sampled
     over the rounds (`nvml`) and over the graph replays (`nvml_graph`), the options (`method`),
     and `raw` (every sample, by contender, method and round)."""
     import torch
@@ -471,8 +473,17 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     # NVML watches the rounds (the headline) and the graphs apart: a graph replays its launches
     # back to back, and a big GEMM's replay alone can reach the power cap.
     with nvml.Sampler(nvml_index, 0.02) as watched:
-        for name, r in session([name for _ in range(rounds) for name in contenders]):
-            taken[name].append(r)
+        if turns is None:
+            for name, r in session([name for _ in range(rounds) for name in contenders]):
+                taken[name].append(r)
+        for i in range(rounds if turns is not None else 0):
+            with turns.round(bench_index, i, rounds) as turn:
+                if turn.waited:  # another case had the GPU meanwhile: the first launches are untimed again
+                    for fn in contenders.values():
+                        fn()
+                    torch.cuda.synchronize()
+                for name, r in session(list(contenders)):
+                    taken[name].append(r)
         for _ in range(budget.retakes):
             if prof_error is not None:  # the exact clocks come from the profiler
                 break
@@ -506,6 +517,8 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
               "reference_clock_source": ref["source"], "vs_ncu": VS_NCU}
     lap("graphs_s")
     method["phase_s"] = phase
+    if turns is not None:
+        method["interleave"] = turns.record(bench_index)
     out = {"raw": raw, "nvml": watched, "method": method}
     if budget.graphs:
         out["nvml_graph"] = watched_graph

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 
 from reprokit.common import oracle, rows
 from reprokit.common.files import write_json
-from reprokit.harness import FORMAT, compat, reproducer
+from reprokit.harness import FORMAT, compat, reproducer, turns
 from reprokit.harness import case as case_mod
 from reprokit.harness.kinds import callcase, generated
 from reprokit.harness.toolbox import load_module
@@ -324,6 +324,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
     scratch_root = tempfile.mkdtemp(prefix="reprokit-cases-")
     if plan.get("mode") == "gpu":
         _prepare_gpu(scratch_root, log)
+        turns.start_side([c["id"] for c in plan["cases"]])
     started, t0 = utcnow(), time.perf_counter()
     pending: list[Job] = []
     records: dict[str, dict] = {}
@@ -354,6 +355,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
             if reason:  # an attribute lookup: no process needed to say a release lacks an API
                 done(job.case["id"], {"id": job.case["id"], "status": "unsupported", "error": reason,
                                       "artifacts": {}, "exit_code": None, "signal": None, "wall_s": 0.0})
+                turns.end_case(job.case["id"])
                 log(f"{job.case['id']}: unsupported")
                 continue
             os.makedirs(job.scratch, exist_ok=True)
@@ -406,6 +408,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
                     done(cid, records[cid])
                     continue
                 rec, compile_log = _finish(job, status, timed_out)
+                turns.end_case(cid)  # whatever became of it: no other stack waits for its rounds
                 records[cid] = rec
                 log(f"{cid}: {rec['status']} ({rec['wall_s']:.2f} s)")
                 if plan.get("reproducers", True) and _wants_reproducer(rec, compile_log):
@@ -420,6 +423,9 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         for pid in running:
             _kill_group(pid, reap=False)
         shutil.rmtree(scratch_root, ignore_errors=True)
+        seat = turns.seat()
+        if seat:
+            turns.end_side(seat[0], seat[1])
     judged = _judge_all(plan, records, triton.__version__)
     # One standalone script per case (only Triton needed), in the form this release's ASTSource
     # takes. A sweep's bundle keeps a few hundredths of its points: it writes theirs when it packs.
@@ -535,12 +541,17 @@ def _recorder(cases_root: str, records: dict, stream: bool):
 def _prepare_gpu(scratch_root: str, log) -> None:
     """GPU mode: torch is imported here, once, so that each case's process starts with it (it
     initialises no CUDA on import: each case does that in its own process, after the fork); and
-    one lock file lets cases compile side by side but use the GPU one at a time."""
+    one lock file lets cases compile side by side but use the GPU one at a time: where other
+    stacks' harnesses measure beside this one, the lock file all of them share
+    (reprokit.harness.turns)."""
     try:
         import torch  # noqa: F401
     except ImportError:
         log("gpu mode: torch is not installed in this stack; cases will say so")
-    os.environ["REPROKIT_GPU_LOCK"] = os.path.join(scratch_root, "gpu.lock")
+    seat = turns.seat()
+    os.environ["REPROKIT_GPU_LOCK"] = os.path.join(seat[0] if seat else scratch_root, "gpu.lock")
+    if seat:
+        log(f"gpu mode: side {seat[1] + 1} of {seat[2]}: rounds taken in turn with the other stacks' harnesses")
 
 
 def _judge_all(plan: dict, records: dict, triton_version: str) -> list:

@@ -138,7 +138,7 @@ def execute(plan: Plan, stack: Stack, executor: Executor, workdir: Path, options
             if before_run:
                 before_run(scratch)
             run = executor.run_harness(stack, workdir, workers=options.workers, timeout_s=options.run_timeout_s,
-                                       gpu=plan.gpu.on_gpu, scratch=scratch)
+                                       gpu=plan.gpu.on_gpu, scratch=scratch, turns=options.turns)
         finally:
             # The harness resets clocks it locked; this covers a harness killed before it could.
             reset_locked_clocks(plan.gpu)

@@ -28,7 +28,7 @@ class ScriptedExecutor(Executor):
         return {}
 
     def run_harness(self, stack: Stack, capture_dir: Path, *, workers: int, timeout_s: float,
-                    gpu: bool, scratch: Path | None = None) -> RunResult:
+                    gpu: bool, scratch: Path | None = None, turns=None) -> RunResult:
         self.ran.append(stack.triton)
         plan = json.loads((capture_dir / "plan.json").read_text())
         cases = [{"id": c["id"], "family": c["family"], "control": c["control"], "expect": c.get("expect", "tma"),

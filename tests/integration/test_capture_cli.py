@@ -65,7 +65,7 @@ def test_local_executor_runs_the_harness_under_the_given_interpreter(tmp_path, c
 class _DyingExecutor(LocalExecutor):
     """A harness that dies as a whole (killed, out of memory): a real process that exits 137."""
 
-    def run_harness(self, stack, capture_dir, *, workers, timeout_s, gpu, scratch=None):
+    def run_harness(self, stack, capture_dir, *, workers, timeout_s, gpu, scratch=None, turns=None):
         p = subprocess.run([sys.executable, "-c", "import sys; print('killed', file=sys.stderr); sys.exit(137)"],
                            capture_output=True, text=True)
         return RunResult("local", p.returncode, False, p.stderr)
@@ -85,7 +85,7 @@ def test_a_dead_harness_leaves_a_failed_folder_not_a_capture(tmp_path, config):
 class _WrongTritonExecutor(_DyingExecutor):
     """A harness that completes, but with another Triton than the stack pins (a stale image or venv)."""
 
-    def run_harness(self, stack, capture_dir, *, workers, timeout_s, gpu, scratch=None):
+    def run_harness(self, stack, capture_dir, *, workers, timeout_s, gpu, scratch=None, turns=None):
         (capture_dir / "results.json").write_text(json.dumps({"triton": "3.6.0", "cases": []}))
         (capture_dir / "env.json").write_text("{}")
         return RunResult("local", 0, False, "")

@@ -48,7 +48,7 @@ def test_a_suite_case_compiles_before_it_waits_for_the_gpu(monkeypatch, tmp_path
     monkeypatch.setattr(launch, "load_kernel", lambda *a: "kernel")
     monkeypatch.setattr(bench, "warm_profiler", lambda torch: order.append("profiler"))
     monkeypatch.setattr(launch, "warm_jit", lambda *a: order.append("jit compile"))
-    monkeypatch.setattr(launch, "_gpu_lock", _Lock(order))
+    monkeypatch.setattr(launch, "GpuLock", _Lock(order))
 
     class Launch(Exception):
         pass

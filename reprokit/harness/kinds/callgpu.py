@@ -24,6 +24,7 @@ import zipfile
 from reprokit.common import shapes
 from reprokit.harness import call, stats, tmafill
 from reprokit.harness.kinds import callcase
+from reprokit.harness.turns import GpuLock, Turns
 
 SEED = 0
 DETERMINISM_RUNS = 3
@@ -330,7 +331,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     why = host_filled_descriptors(case_dir, case)
     if why:
         return {"status": "not_launched", "reason": why}
-    with suite_launch._gpu_lock():
+    with GpuLock():
         import torch
         import triton
 
@@ -354,7 +355,8 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         if isinstance(getattr(compiled, "asm", None), dict) and "cubin" in compiled.asm:
             jit = cubin_digest(compiled.asm["cubin"])
             out["jit_cubin"] = {"sha256_less_debug_line": jit, "same_as_compiled": jit == aot_cubin_digest}
-        res = bench.compare({"kernel": launch}, nvml.index_for_cuda_device(0))
+        turns = Turns.of(case["id"], float(case.get("timeout_s") or plan.get("timeout_s") or 300))
+        res = bench.compare({"kernel": launch}, nvml.index_for_cuda_device(0), turns=turns)
         res.pop("raw", None)
         sizes = {n: t.numel() for n, t in _tensors(b.kwargs).items()}
         for r in tmafill.plan(case):  # a host-filled descriptor counts as the tensor it points into

@@ -17,8 +17,6 @@ Standard library + torch + triton, Python >= 3.9.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -28,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from reprokit.common import oracle
 from reprokit.harness.toolbox import disassemble, load_kernel
+from reprokit.harness.turns import take_gpu
 
 MODE = "max-autotune"
 # Inductor settings that decide whether its GEMM templates use TMA, and how it autotunes.
@@ -189,20 +188,58 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     return _compile_on_gpu(torch, case, plan, kernels_dir, case_dir, triton_cache)
 
 
-@contextlib.contextmanager
-def _gpu_turn():
-    """Autotuning times kernels on the GPU: wait for the GPU the way launched cases do (an
-    exclusive lock on the file the runner names in REPROKIT_GPU_LOCK), so that no benchmark of
-    another case shares the GPU with it."""
-    path = os.environ.get("REPROKIT_GPU_LOCK")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if path else None
+class _GpuTurn:
+    """The GPU, taken the way launched cases take it (an exclusive lock on the file the runner
+    names in REPROKIT_GPU_LOCK), so that no benchmark of another case shares it with Inductor's
+    autotuning or its runs. `take` waits for it (once: it stays held until `give`); `held` is
+    the while it was this case's; `waited` the while the case waited for it."""
+
+    def __init__(self):
+        path = os.environ.get("REPROKIT_GPU_LOCK")
+        self.path = path
+        self.fd: int | None = None
+        self.waited = self.held = 0.0
+        self._since = 0.0
+
+    def take(self) -> None:
+        if self.fd is not None or not self.path:
+            return
+        t0 = time.perf_counter()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # first in line: seconds of disassembly follow this turn; they overlap the benchmarks so
+        take_gpu(fd, self.path, first=True)
+        self.fd, self._since = fd, time.perf_counter()
+        self.waited += self._since - t0
+
+    def give(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing releases the lock
+            self.fd = None
+            self.held += time.perf_counter() - self._since
+
+
+def _turn_at_autotuning(turn: _GpuTurn, then):
+    """Take the GPU when Inductor first times its candidates (AlgorithmSelectorCache.benchmark,
+    which also makes their inputs), not before: Dynamo's trace, the lowering and the candidates'
+    precompile are CPU work (about 3 of the 5 s a max-autotune mm compile takes on the H100),
+    done while other cases use the GPU. Once taken the GPU stays this case's until the compile
+    has run and been checked; `then()` runs once it is taken. Returns the undo, or None where
+    this torch has no such method (the caller then takes the GPU for the whole compile)."""
     try:
-        if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)  # closing releases the lock
+        from torch._inductor.select_algorithm import AlgorithmSelectorCache
+    except ImportError:
+        return None
+    original = AlgorithmSelectorCache.__dict__.get("benchmark")
+    if not callable(original):
+        return None
+
+    def benchmark(self, *args, **kwargs):
+        turn.take()
+        then()
+        return original(self, *args, **kwargs)
+
+    AlgorithmSelectorCache.benchmark = benchmark
+    return lambda: setattr(AlgorithmSelectorCache, "benchmark", original)
 
 
 def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: str, triton_cache: str) -> dict:
@@ -221,25 +258,52 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
     # mode= for the claim as users make it; options= (the mode's own plus the case's) otherwise,
     # since torch.compile takes one or the other.
     fn = torch.compile(mm, mode=MODE) if not extra else torch.compile(mm, options=options)
-    # The GPU is this case's only while Inductor compiles, autotunes and runs; keeping its kernels
-    # (dozens of disassemblies, CPU only) happens after, while other cases use the GPU.
-    t_wait = time.perf_counter()
-    with _gpu_turn():
-        t_gpu = time.perf_counter()
-        torch.manual_seed(0)
-        a = torch.randn((m, k), device="cuda", dtype=torch.float16)
-        b = torch.randn((k, n), device="cuda", dtype=torch.float16)
+    # The GPU is this case's from Inductor's autotuning until its compiled code has run and been
+    # checked; tracing and precompiling before, and keeping its kernels after (dozens of
+    # disassemblies), are CPU work done while other cases use the GPU.
+    # The inputs are allocated now (no kernel runs) and filled once the GPU is this case's: a
+    # fill is a kernel, and waiting for the GPU to make them would put the whole compile after
+    # every other case's benchmarks.
+    a = torch.empty((m, k), device="cuda", dtype=torch.float16)
+    b = torch.empty((k, n), device="cuda", dtype=torch.float16)
+    filled: list = []
+
+    def fill(inputs=(a, b)):
+        if not filled:
+            torch.manual_seed(0)
+            for t in inputs:
+                t.normal_()
+            filled.append(True)
+
+    turn = _GpuTurn()
+    # Without GEMM autotuning nothing would take the GPU before the compiled code runs.
+    autotunes = bool(options.get("max_autotune_gemm", options.get("max_autotune")))
+    undo = _turn_at_autotuning(turn, then=fill) if autotunes else None
+    if undo is None:
+        turn.take()
+        fill()
+    info["gpu_turn"] = "from autotuning on" if undo else "the whole compile"
+    try:
         t0 = time.perf_counter()
         out, codes = run_and_get_code(fn, a, b)
+        turn.take()
+        if not filled:  # nothing was autotuned: the compiled code ran on unfilled inputs, without the GPU
+            info["gpu_turn"] = "from the compiled code's second run on (nothing was autotuned)"
+            fill()
+            out = fn(a, b)
         torch.cuda.synchronize()
         rec["compile_s"] = round(time.perf_counter() - t0, 4)
         ref = torch.mm(a, b)
         err = (out.float() - ref.float()).abs().max().item()
         info["check"] = {"max_abs_err": err, "ref": "torch.mm",
                          "ok": bool(err <= 1e-2 * max(1.0, ref.float().abs().max().item()))}
-        del a, b, out, ref
+        del a, b, out, ref, fill
         torch.cuda.empty_cache()
-        t_keep = time.perf_counter()
+    finally:
+        if undo:
+            undo()
+        turn.give()
+    t_keep = time.perf_counter()
     os.makedirs(os.path.join(case_dir, "inductor"), exist_ok=True)
     code = "\n".join(codes)
     with open(os.path.join(case_dir, "inductor", "output_code.py"), "w") as f:
@@ -254,7 +318,7 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
     caches = [triton_cache, os.environ["TORCHINDUCTOR_CACHE_DIR"]]
     info["kernels"] = _keep_kernels(case_dir, code, caches, info["chosen"], plan)
     # Where the case's time went: waiting for the GPU, holding it, keeping its kernels after.
-    info["phase_s"] = {"gpu_wait": round(t_gpu - t_wait, 3), "gpu": round(t_keep - t_gpu, 3),
+    info["phase_s"] = {"gpu_wait": round(turn.waited, 3), "gpu": round(turn.held, 3),
                        "keep": round(time.perf_counter() - t_keep, 3)}
     judged, why = pick_judged(info["kernels"])
     info["judged"] = {"key": judged["key"] if judged else None, "why": why}

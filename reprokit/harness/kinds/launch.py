@@ -12,7 +12,6 @@ has its own process.
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import hashlib
 import json
 import os
@@ -24,6 +23,7 @@ from typing import Any
 from reprokit.harness import bench, nvml, stats
 from reprokit.harness.kinds import cudacpp
 from reprokit.harness.toolbox import cubin_digest, load_kernel
+from reprokit.harness.turns import GpuLock, Turns
 
 POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or of a GEMM
 DETERMINISM_RUNS = 5
@@ -283,7 +283,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         if failed is not None:
             return {"status": "ok", "device": torch.cuda.get_device_name(0), "check_size": size, **failed}
     t_wait = time.perf_counter()
-    with _gpu_lock():
+    with GpuLock():
         import torch
         import triton
 
@@ -312,6 +312,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         if benched and (out["status"] == "ok" or not sweep_point):
             samples: list = []
             how: dict[str, Any] = {"sizes": SWEEP_GEMM_SIZES, "budget": bench.SWEEP} if sweep_point else {}
+            how["turns"] = Turns.of(case["id"], float(case.get("timeout_s") or plan.get("timeout_s") or 300))
             out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples, cubin, **how)
             path = os.path.join(case_dir, "bench.json")
             with open(path, "w") as f:
@@ -361,11 +362,11 @@ def determinism(torch, bound: Bound, runs: int = DETERMINISM_RUNS) -> dict:
 
 
 def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samples: list, cubin=None,
-              sizes: tuple = GEMM_BENCH_SIZES, budget: bench.Budget = bench.SUITE) -> list:
+              sizes: tuple = GEMM_BENCH_SIZES, budget: bench.Budget = bench.SUITE, turns=None) -> list:
     """The kernel against torch's copy (copies) or cuBLAS (GEMMs), at each benchmark size (GEMMs:
     `sizes`), each timed by the profiler, CUDA events and CUDA graphs (reprokit.harness.bench;
-    `budget` says which and how long), NVML watching; summaries returned, raw samples appended
-    to `samples`."""
+    `budget` says which and how long), NVML watching, its rounds in turn with other stacks' where
+    `turns` says (reprokit.harness.turns); summaries returned, raw samples appended to `samples`."""
     rows = []
     if recipe.kind == "copy":
         shapes = [{"M": m, "N": n, "elem_bytes": 2} for m, n in COPY_BENCH_SIZES]
@@ -373,7 +374,7 @@ def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samp
     else:
         shapes = [{"M": s, "N": s, "K": s} for s in sizes]
         peak, baseline = profile.get("fp16_tflops"), "cublas (torch.matmul)"
-    for size in shapes:
+    for i, size in enumerate(shapes):
         bound = Bound(torch, triton, fn, case, recipe, size, seed=1, cubin=cubin)
         try:
             bound.run()  # compile + load before timing
@@ -382,7 +383,7 @@ def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samp
             rows.append({"size": size, **stats.classify_launch_error(type(e).__name__, str(e))})
             continue
         res = bench.compare({"kernel": bound.run, "baseline": bound.baseline}, nvml.index_for_cuda_device(0),
-                            **bench_policy(recipe.kind, size), budget=budget)
+                            **bench_policy(recipe.kind, size), budget=budget, turns=turns, bench_index=i)
         samples.append({"size": size, "raw": res.pop("raw")})
         row = {"size": size, "baseline_name": baseline, **res}
         for who in ("kernel", "baseline"):
@@ -391,21 +392,3 @@ def benchmark(torch, triton, fn, case: dict, recipe: Recipe, profile: dict, samp
         rows.append(row)
         del bound
     return rows
-
-
-class _gpu_lock:
-    """Cases compile side by side but touch the GPU one at a time: a benchmark never shares the
-    GPU with another case's launches. The runner names the lock file."""
-
-    def __enter__(self):
-        path = os.environ.get("REPROKIT_GPU_LOCK")
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644) if path else None
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-        return False
