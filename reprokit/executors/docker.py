@@ -90,6 +90,13 @@ def docker_available(base_url: str | None = None, timeout_s: float = 3.0) -> boo
         return False
 
 
+def turns_mount(turns: Seat) -> tuple[Mount, dict[str, str]]:
+    """The folder the stacks' harnesses share for their turns, mounted in a container (its lock
+    file is flocked across containers: one kernel), and the harness's variables naming it."""
+    return (Mount(TURNS_MOUNT, str(Path(turns.folder).resolve()), type="bind", read_only=False),
+            turns.environ(TURNS_MOUNT))
+
+
 class DockerExecutor(Executor):
     """Build (once) and run pinned stack images.
 
@@ -440,9 +447,10 @@ class DockerExecutor(Executor):
         if cache is not None:  # shared with venv runs: keys name the disassembler's own bytes
             mounts.append(Mount(SASS_CACHE_MOUNT, str(cache), type="bind", read_only=False))
             env["REPROKIT_SASS_CACHE"] = SASS_CACHE_MOUNT
-        if turns is not None:  # the folder the stacks' harnesses share: its lock file is flocked across containers
-            mounts.append(Mount(TURNS_MOUNT, str(Path(turns.folder).resolve()), type="bind", read_only=False))
-            env.update(turns.environ(TURNS_MOUNT))
+        if turns is not None:
+            mount, seen = turns_mount(turns)
+            mounts.append(mount)
+            env.update(seen)
         argv = harness_argv("python", "/in/plan.json", "/in/kernels", "/out", workers)
         # Like the local executor: the run's whole output beside the harness's own log.
         return self.run_command(stack, argv, mounts=mounts, timeout_s=timeout_s, gpu=gpu, env=env,
