@@ -409,9 +409,10 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
     (at least SPIN_MIN_US); `budget`: rounds, stops and methods (SUITE; a sweep's points take
     SWEEP, events only); `turns` (reprokit.harness.turns.Turns, where other stacks measure the
     same case on this GPU): each round waits for its turn with theirs, this benchmark being the
-    case's `bench_index`-th, one profiler session per round. Returns per contender a summary (summarize_contender), NVML sampled
-    over the rounds (`nvml`) and over the graph replays (`nvml_graph`), the options (`method`),
-    and `raw` (every sample, by contender, method and round)."""
+    case's `bench_index`-th, one profiler session per round. Returns per contender a summary
+    (summarize_contender), NVML sampled over the rounds (`nvml`) and over the graph replays
+    (`nvml_graph`), the options (`method`), and `raw` (every sample, by contender, method and
+    round)."""
     import torch
 
     phase, t_phase = {}, time.perf_counter()

@@ -206,7 +206,7 @@ class _GpuTurn:
             return
         t0 = time.perf_counter()
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        # first in line: seconds of disassembly follow this turn; they overlap the benchmarks so
+        # first in line: seconds of disassembly follow this turn, which then overlap the benchmarks
         take_gpu(fd, self.path, first=True)
         self.fd, self._since = fd, time.perf_counter()
         self.waited += self._since - t0
