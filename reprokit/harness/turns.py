@@ -19,11 +19,13 @@ are (REPROKIT_TURN_SIDES). In it:
 
 Side i takes round r of its case's benchmark b once every side before it has done round r of
 it and every side after it round r - 1 (before round 0: the last of benchmark b - 1), or has
-passed it, ended the case, does not run it, or has ended. A case waits without holding the GPU (the lock is given up and taken again), so the
-other side's same case can take its round. Waiting ends for good for a case when no side it
-waits for has moved for STALL_S, or when it has waited half its timeout: its rounds then go on
-alone, and the benchmark says so (`interleave.alone`). Every side's cases start in the same
-order (the plan's), so a side never waits for a case the other has not yet been able to start.
+passed it, ended the case, does not run it, or has ended. A case waits without holding the GPU
+(the lock is given up and taken again), so the other side's same case can take its round.
+Waiting ends for good for a case when no side it waits for has moved for STALL_S, or when it
+has waited half its timeout: its rounds then go on alone, and the benchmark says so
+(`interleave.alone`). Every side's cases start in the same order (the plan's), so the case a
+side waits for is running on the other side, or starts once one of that side's running cases,
+which are the ones this side has started too, is done: no side waits on a cycle.
 
 Standard library only, Python >= 3.9: it runs in every stack.
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 import time
 
 ENV_FOLDER, ENV_SIDE, ENV_SIDES = "REPROKIT_TURNS", "REPROKIT_TURN_SIDE", "REPROKIT_TURN_SIDES"
@@ -40,20 +43,32 @@ STALL_S = 60.0
 
 
 def _first_in_line(path: str) -> bool:
-    """Whether a live process of this host asked to take the GPU first (a file named by its pid
-    in `<lock>.first/`): one whose work after the GPU is long, so that it overlaps the others'."""
+    """Whether a case asked to take the GPU first (a file in `<lock>.first/` its process holds a
+    shared flock on): one whose work after the GPU is long, so that it overlaps the others'. A
+    file no one holds was left by a process killed while it waited: removed, not waited for.
+    (A flock, not a pid: the sides may be containers, each with its own pids.)"""
+    folder = f"{path}.first"
     try:
-        pids = os.listdir(f"{path}.first")
+        names = os.listdir(folder)
     except OSError:
         return False
-    for pid in pids:
+    for name in names:
+        if name.startswith("."):
+            continue  # being made: shown once its process holds it
         try:
-            os.kill(int(pid), 0)
-        except (ValueError, ProcessLookupError):
-            continue  # gone without taking its file away (killed), or not a pid: not waited for
-        except PermissionError:
+            fd = os.open(os.path.join(folder, name), os.O_RDWR)
+        except OSError:
+            continue  # served and gone meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
             pass
-        return True
     return False
 
 
@@ -63,13 +78,19 @@ def take_gpu(fd: int, path: str, first: bool = False) -> None:
     then overlap the benchmarks instead of coming after them all). flock itself keeps no order,
     so the others try without blocking, and stand back while someone asked to go first."""
     if first:
-        marker = os.path.join(f"{path}.first", str(os.getpid()))
-        os.makedirs(os.path.dirname(marker), exist_ok=True)
-        open(marker, "w").close()
+        folder = f"{path}.first"
+        os.makedirs(folder, exist_ok=True)
+        fd_m, tmp = tempfile.mkstemp(dir=folder, prefix=".")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd_m, fcntl.LOCK_SH)  # held until served: a dead process's file is seen for one
+            marker = os.path.join(folder, os.path.basename(tmp)[1:])
+            os.rename(tmp, marker)  # shown only once held
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            finally:
+                os.unlink(marker)
         finally:
-            os.unlink(marker)
+            os.close(fd_m)
         return
     while True:
         if not _first_in_line(path):

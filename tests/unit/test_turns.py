@@ -173,11 +173,22 @@ def test_a_case_that_asks_to_go_first_takes_the_gpu_before_those_already_waiting
 
 
 def test_a_request_to_go_first_left_by_a_killed_process_holds_no_one(tmp_path):
-    lock = tmp_path / "gpu.lock"
-    os.makedirs(f"{lock}.first")
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (Path(f"{lock}.first") / str(dead.pid)).write_text("")
+    lock, log = tmp_path / "gpu.lock", tmp_path / "log"
+    # a case asked to go first, then was killed while it waited (SIGKILL: no cleanup of its file)
+    holder = subprocess.Popen([sys.executable, "-c", LOCKER, str(lock), "holder", "0", "30", str(log)],
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    time.sleep(0.5)
+    killed = subprocess.Popen([sys.executable, "-c", LOCKER, str(lock), "killed", "1", "0", str(log)],
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 10
+    while not (os.path.isdir(f"{lock}.first") and os.listdir(f"{lock}.first")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert turns._first_in_line(str(lock))  # held by a live process: others stand back
+    killed.kill()
+    killed.wait()
+    holder.kill()
+    holder.wait()
+    assert len(os.listdir(f"{lock}.first")) == 1  # its file stays behind
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         t0 = time.monotonic()
@@ -185,3 +196,4 @@ def test_a_request_to_go_first_left_by_a_killed_process_holds_no_one(tmp_path):
         assert time.monotonic() - t0 < 1
     finally:
         os.close(fd)
+    assert os.listdir(f"{lock}.first") == []  # and is taken away by the next to look
