@@ -477,14 +477,15 @@ def compare(contenders: dict, nvml_index: int = 0, *, flush: bool = True, idle_f
         if turns is None:
             for name, r in session([name for _ in range(rounds) for name in contenders]):
                 taken[name].append(r)
-        for i in range(rounds if turns is not None else 0):
-            with turns.round(bench_index, i, rounds) as turn:
-                if turn.waited:  # another case had the GPU meanwhile: the first launches are untimed again
-                    for fn in contenders.values():
-                        fn()
-                    torch.cuda.synchronize()
-                for name, r in session(list(contenders)):
-                    taken[name].append(r)
+        else:
+            for i in range(rounds):
+                with turns.round(bench_index, i, rounds) as turn:
+                    if turn.waited:  # another case had the GPU meanwhile: the first launches are untimed again
+                        for fn in contenders.values():
+                            fn()
+                        torch.cuda.synchronize()
+                    for name, r in session(list(contenders)):
+                        taken[name].append(r)
         for _ in range(budget.retakes):
             if prof_error is not None:  # the exact clocks come from the profiler
                 break

@@ -99,7 +99,7 @@ def reproducer_source(case: dict, plan: dict, kernel_source: str, *, result: dic
     sources = "\n\n\n".join(_source_function(i, c, kernel_source) for i, c in enumerate(steps))
     spec = {
         "gpu": profile["key"], "capability": profile["capability"],
-        "smem_per_block": profile["smem_per_block"], "timeout_s": float(case.get("timeout_s") or plan.get("timeout_s") or 300),
+        "smem_per_block": profile["smem_per_block"], "timeout_s": toolbox.case_timeout(case, plan),
         "steps": [{"id": c["id"], "num_warps": c["num_warps"],
                    "num_stages": c["num_stages"], "requires": list(c.get("requires", [])),
                    "expect": c.get("expect", "tma"), "gated_by": c.get("gated_by"),

@@ -29,7 +29,7 @@ from reprokit.common.files import write_json
 from reprokit.harness import FORMAT, compat, reproducer, turns
 from reprokit.harness import case as case_mod
 from reprokit.harness.kinds import callcase, generated
-from reprokit.harness.toolbox import load_module
+from reprokit.harness.toolbox import case_timeout, load_module
 
 # MLIR's pass manager names the failing pass; LLVM's crash stack dump names the running one.
 _PASS_RES = (
@@ -337,7 +337,7 @@ def run_plan(plan: dict, kernels_dir: str, out_dir: str, workers: int = 1, log=p
         shutil.rmtree(case_dir, ignore_errors=True)  # a case killed halfway starts clean
         os.makedirs(case_dir, exist_ok=True)
         pending.append(Job(c, case_dir, os.path.join(scratch_root, c["id"]),
-                           float(c.get("timeout_s") or plan.get("timeout_s") or 300)))
+                           case_timeout(c, plan)))
     if workers > 1:
         # Longest first, so that no long compile starts last while the other workers idle: the
         # GEMMs take 2-3x a copy kernel's time. (The sort is stable: plan order otherwise.)
@@ -461,7 +461,7 @@ def _preload_kernels(plan: dict, kernels_dir: str) -> list:
         # a generated kernel's module is loaded with its imports served from the bundle (harness.kinds.generated)
         if c.get("language", "triton") == "triton" and c.get("kind") != "generated" \
                 and not compat.missing_requirement(c.get("requires", [])):
-            t = float(c.get("timeout_s") or plan.get("timeout_s") or 300)
+            t = case_timeout(c, plan)
             file = callcase.kernel_ref(c)[0] if c.get("kind") == "call" else c["kernel"]["file"]
             timeouts[file] = min(t, timeouts.get(file, t))
     return [f for f in sorted(timeouts) if _loads_cleanly(kernels_dir, f, timeouts[f]) and _load_here(kernels_dir, f)]

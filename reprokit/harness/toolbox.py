@@ -1,6 +1,6 @@
 """The harness's toolbox, under every language's compiler: loading a kernel file as a module,
 finding and asking the NVIDIA tools (the wheel's ptxas, cuobjdump, nvdisasm), disassembling a
-cubin through the SASS cache, a cubin's digest, and a compiler error in one line.
+cubin through the SASS cache, a cubin's digest, a compiler error in one line, and a case's timeout.
 
 It imports no Triton at module level, and nothing above it in the harness, so the per-language
 modules (triton_case, cudacpp, inductor) and the launcher all stand on it.
@@ -281,3 +281,8 @@ def one_line(e: BaseException) -> str:
                 return f"{ln} {lines[i + 1]}"[:500]
             return ln[:500]
     return (lines[-1] if lines else type(e).__name__)[:500]
+
+
+def case_timeout(case: dict, plan: dict) -> float:
+    """Seconds a case's process may take: the case's own `timeout_s`, else the plan's, else 300."""
+    return float(case.get("timeout_s") or plan.get("timeout_s") or 300)

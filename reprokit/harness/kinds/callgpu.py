@@ -326,7 +326,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
     from reprokit.harness.kinds import launch as suite_launch
 
     # the GPU parts (torch, NVML) load only in a case's process that launches.
-    from reprokit.harness.toolbox import cubin_digest, load_kernel
+    from reprokit.harness.toolbox import case_timeout, cubin_digest, load_kernel
 
     why = host_filled_descriptors(case_dir, case)
     if why:
@@ -355,7 +355,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         if isinstance(getattr(compiled, "asm", None), dict) and "cubin" in compiled.asm:
             jit = cubin_digest(compiled.asm["cubin"])
             out["jit_cubin"] = {"sha256_less_debug_line": jit, "same_as_compiled": jit == aot_cubin_digest}
-        turns = Turns.of(case["id"], float(case.get("timeout_s") or plan.get("timeout_s") or 300))
+        turns = Turns.of(case["id"], case_timeout(case, plan))
         res = bench.compare({"kernel": launch}, nvml.index_for_cuda_device(0), turns=turns)
         res.pop("raw", None)
         sizes = {n: t.numel() for n, t in _tensors(b.kwargs).items()}

@@ -22,7 +22,7 @@ from typing import Any
 
 from reprokit.harness import bench, nvml, stats
 from reprokit.harness.kinds import cudacpp
-from reprokit.harness.toolbox import cubin_digest, load_kernel
+from reprokit.harness.toolbox import case_timeout, cubin_digest, load_kernel
 from reprokit.harness.turns import GpuLock, Turns
 
 POISON = float("nan")  # an fp16 NaN never comes out of a copy of random data or of a GEMM
@@ -312,7 +312,7 @@ def run_on_gpu(case: dict, plan: dict, kernels_dir: str, case_dir: str, aot_cubi
         if benched and (out["status"] == "ok" or not sweep_point):
             samples: list = []
             how: dict[str, Any] = {"sizes": SWEEP_GEMM_SIZES, "budget": bench.SWEEP} if sweep_point else {}
-            how["turns"] = Turns.of(case["id"], float(case.get("timeout_s") or plan.get("timeout_s") or 300))
+            how["turns"] = Turns.of(case["id"], case_timeout(case, plan))
             out["bench"] = benchmark(torch, triton, fn, case, recipe, plan["profile"], samples, cubin, **how)
             path = os.path.join(case_dir, "bench.json")
             with open(path, "w") as f:
