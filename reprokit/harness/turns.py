@@ -103,32 +103,54 @@ def take_gpu(fd: int, path: str, first: bool = False) -> None:
 
 
 class GpuLock:
-    """The GPU for the block: an exclusive lock on REPROKIT_GPU_LOCK (none where it is unset).
-    `GpuLock.held` is the one this process holds, which a turn gives up while it waits."""
+    """The GPU: an exclusive lock on REPROKIT_GPU_LOCK (none where it is unset), for a block
+    (`with`) or from `take()` to `give()` (an Inductor case takes it from its autotuning on);
+    `first`: ahead of the cases waiting without asking to (take_gpu). `waited` and `held` are
+    the seconds spent waiting for it and holding it. `GpuLock.current` is the one this process
+    holds, which a turn gives up while it waits."""
 
-    held = None
+    current: GpuLock | None = None
 
-    def __enter__(self):
+    def __init__(self, first: bool = False):
         self.path = os.environ.get("REPROKIT_GPU_LOCK")
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644) if self.path else None
+        self.first = first
+        self.fd: int | None = None
+        self.waited = self.held = 0.0
+        self._since = 0.0
+
+    def take(self) -> None:
+        """Wait for the GPU and hold it; taken once, it stays held until give()."""
+        GpuLock.current = self
+        if self.fd is not None or not self.path:
+            return
+        t0 = time.perf_counter()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        take_gpu(fd, self.path, self.first)
+        self.fd, self._since = fd, time.perf_counter()
+        self.waited += self._since - t0
+
+    def give(self) -> None:
+        if GpuLock.current is self:
+            GpuLock.current = None
         if self.fd is not None:
-            take_gpu(self.fd, self.path)
-        GpuLock.held = self
-        return self
+            os.close(self.fd)  # closing releases the lock
+            self.fd = None
+            self.held += time.perf_counter() - self._since
 
     def give_up(self) -> None:
         if self.fd is not None:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def take_again(self) -> None:
-        if self.fd is not None:
+        if self.fd is not None and self.path:
             take_gpu(self.fd, self.path)
 
+    def __enter__(self):
+        self.take()
+        return self
+
     def __exit__(self, *exc):
-        GpuLock.held = None
-        if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
+        self.give()
         return False
 
 
@@ -243,7 +265,7 @@ class Turns:
         ready, seen = self._ready(bench, r)
         if ready:
             return False
-        lock = GpuLock.held
+        lock = GpuLock.current
         if lock is not None:
             lock.give_up()
         t0 = moved = time.monotonic()

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from reprokit.common import oracle
 from reprokit.harness.toolbox import disassemble, load_kernel
-from reprokit.harness.turns import take_gpu
+from reprokit.harness.turns import GpuLock
 
 MODE = "max-autotune"
 # Inductor settings that decide whether its GEMM templates use TMA, and how it autotunes.
@@ -188,37 +188,7 @@ def compile_case(case: dict, plan: dict, kernels_dir: str, case_dir: str) -> dic
     return _compile_on_gpu(torch, case, plan, kernels_dir, case_dir, triton_cache)
 
 
-class _GpuTurn:
-    """The GPU, taken the way launched cases take it (an exclusive lock on the file the runner
-    names in REPROKIT_GPU_LOCK), so that no benchmark of another case shares it with Inductor's
-    autotuning or its runs. `take` waits for it (once: it stays held until `give`); `held` is
-    the while it was this case's; `waited` the while the case waited for it."""
-
-    def __init__(self):
-        path = os.environ.get("REPROKIT_GPU_LOCK")
-        self.path = path
-        self.fd: int | None = None
-        self.waited = self.held = 0.0
-        self._since = 0.0
-
-    def take(self) -> None:
-        if self.fd is not None or not self.path:
-            return
-        t0 = time.perf_counter()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        # first in line: seconds of disassembly follow this turn, which then overlap the benchmarks
-        take_gpu(fd, self.path, first=True)
-        self.fd, self._since = fd, time.perf_counter()
-        self.waited += self._since - t0
-
-    def give(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing releases the lock
-            self.fd = None
-            self.held += time.perf_counter() - self._since
-
-
-def _turn_at_autotuning(turn: _GpuTurn, then):
+def _turn_at_autotuning(turn: GpuLock, then):
     """Take the GPU when Inductor first times its candidates (AlgorithmSelectorCache.benchmark,
     which also makes their inputs), not before: Dynamo's trace, the lowering and the candidates'
     precompile are CPU work (about 3 of the 5 s a max-autotune mm compile takes on the H100),
@@ -275,7 +245,8 @@ def _compile_on_gpu(torch, case: dict, plan: dict, kernels_dir: str, case_dir: s
                 t.normal_()
             filled.append(True)
 
-    turn = _GpuTurn()
+    # first in line: seconds of disassembly follow this turn, which then overlap the benchmarks
+    turn = GpuLock(first=True)
     # Without GEMM autotuning nothing would take the GPU before the compiled code runs.
     autotunes = bool(options.get("max_autotune_gemm", options.get("max_autotune")))
     undo = _turn_at_autotuning(turn, then=fill) if autotunes else None
